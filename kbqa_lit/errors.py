@@ -1,0 +1,45 @@
+"""Typed errors shared by every part of kbqa_lit.
+
+Every error a user can cause (bad input file, malformed S-expression, unreachable endpoint) is a
+subclass of :class:`KBQAError`; the ``kbqa`` command prints its message to stderr and exits with a
+non-zero status without a traceback.
+"""
+
+from __future__ import annotations
+
+
+class KBQAError(Exception):
+    """Base class of every error kbqa_lit raises on purpose."""
+
+
+class SExprError(KBQAError, ValueError):
+    """A malformed S-expression: unbalanced parentheses, unknown operator, wrong arity, bad token."""
+
+
+class DataFormatError(KBQAError, ValueError):
+    """A bad record in a dataset file; the message names the file and the line or record index.
+
+    Args:
+        path: The file that holds the bad record.
+        where: A line number (1-based) or record index, or ``None`` when it is the whole file.
+        reason: What is wrong with the record.
+    """
+
+    def __init__(self, path: object, where: int | str | None, reason: str) -> None:
+        self.path = str(path)
+        self.where = where
+        self.reason = reason
+        loc = f"{self.path}:{where}" if where is not None else self.path
+        super().__init__(f"{loc}: {reason}")
+
+
+class StoreError(KBQAError):
+    """A knowledge-base store cannot be opened, built or reached (not a bad query: those never raise)."""
+
+
+class EndpointUnreachableError(StoreError):
+    """A SPARQL endpoint did not answer after the configured retries."""
+
+
+class UserInputError(KBQAError):
+    """A command-line argument or option that cannot be used as given."""

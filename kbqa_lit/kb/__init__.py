@@ -1,0 +1,1 @@
+"""The ground floor: S-expressions, SPARQL conversion, IRIs and knowledge-base stores."""

@@ -1,0 +1,69 @@
+"""Small helpers shared by the ``kbqa`` tool subcommands."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from kbqa_lit.errors import DataFormatError, UserInputError
+
+
+def print_json(obj: Any) -> None:
+    """Print one JSON document to stdout."""
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=None) + "\n")
+    sys.stdout.flush()
+
+
+def read_text_arg(value: str) -> str:
+    """Return ``value``, or the contents of a file when it is written ``@path``."""
+    if value.startswith("@"):
+        path = Path(value[1:])
+        if not path.is_file():
+            raise UserInputError(f"no such file: {path}")
+        return path.read_text(encoding="utf-8")
+    return value
+
+
+def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for each non-empty line of a JSON-lines file.
+
+    Raises:
+        UserInputError: When the file does not exist.
+        DataFormatError: Naming file and line when a line is not a JSON object.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UserInputError(f"no such file: {path}")
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataFormatError(path, lineno, f"not valid JSON ({exc.msg})") from None
+            if not isinstance(obj, dict):
+                raise DataFormatError(path, lineno, "each line must be a JSON object")
+            yield lineno, obj
+
+
+def write_json_lines_atomic(rows: Iterable[dict[str, Any]], path: str | Path) -> int:
+    """Write rows as JSON lines to ``path`` through a temp file renamed at the end; return the count."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    n = 0
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                n += 1
+        tmp.replace(path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return n
