@@ -1,0 +1,43 @@
+# The whole set-up on a fresh machine is `make demo` or `make test`; each creates .venv on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+DEMO_DIR ?= outputs/demo
+export HF_HUB_OFFLINE := 1
+export WANDB_MODE ?= offline
+
+.PHONY: demo test test-fast lint format bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0
+	$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+## demo: the project's main job on the embedded default (synthetic world + embedded Oxigraph store)
+demo: $(STAMP)
+	$(BIN)/python -m kbqa_lit.demo --out $(DEMO_DIR)
+
+## test: the whole test suite (real data from ../shared/data where present)
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+## test-fast: skip tests marked slow
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+lint: $(STAMP)
+	$(BIN)/ruff check kbqa_lit tests benchmarks
+	$(BIN)/ruff format --check kbqa_lit tests benchmarks
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix kbqa_lit tests benchmarks
+	$(BIN)/ruff format kbqa_lit tests benchmarks
+
+## bench: the benchmark scripts (print figures; see benchmarks/README.md)
+bench: $(STAMP)
+	for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) outputs .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,284 @@
+"""Caches of query execution results: an in-process LRU and a shared on-disk SQLite cache.
+
+Stores (:mod:`kbqa_lit.kb.store`) look a query up in the in-memory :class:`LRUCache` first,
+then in the optional :class:`ExecutionCache` on disk, and execute it only when both miss. The
+disk cache is meant to be shared by every process of a run (DDP ranks, dataloader workers,
+evaluation jobs) that queries the same knowledge base, so it is SQLite in WAL mode with a busy
+timeout and a retry loop on ``database is locked``.
+
+What is cached: successful results and *definitive* errors (the query does not parse, the query
+form is unsupported) — executing them again would give the same answer. Timeouts and
+unreachable-endpoint errors are never cached: they depend on the moment, not on the query.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from kbqa_lit.errors import StoreError
+
+if TYPE_CHECKING:
+    from kbqa_lit.kb.store import ExecutionResult
+
+T = TypeVar("T")
+V = TypeVar("V")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS results (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    key BLOB NOT NULL UNIQUE,
+    store TEXT NOT NULL,
+    answers TEXT NOT NULL,
+    ok INTEGER NOT NULL,
+    error TEXT,
+    created REAL NOT NULL
+)
+"""
+
+
+class LRUCache:
+    """A thread-safe least-recently-used map with a fixed capacity and hit/miss counters.
+
+    Args:
+        capacity: Maximum number of entries; ``0`` disables the cache (every lookup misses).
+
+    Attributes:
+        hits: Lookups that found an entry.
+        misses: Lookups that did not.
+    """
+
+    def __init__(self, capacity: int = 100_000) -> None:
+        if capacity < 0:
+            raise ValueError("capacity must be >= 0")
+        self.capacity = capacity
+        self.hits = 0
+        self.misses = 0
+        self._data: OrderedDict[str, object] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> object | None:
+        """Return the entry of ``key`` (marking it recently used), or ``None``."""
+        with self._lock:
+            value = self._data.get(key)
+            if value is None:
+                self.misses += 1
+                return None
+            self._data.move_to_end(key)
+            self.hits += 1
+            return value
+
+    def put(self, key: str, value: object) -> None:
+        """Insert or refresh ``key``, evicting the least recently used entry when full."""
+        if self.capacity == 0:
+            return
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.capacity:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        """Drop every entry (the counters are kept)."""
+        with self._lock:
+            self._data.clear()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class ExecutionCache:
+    """A persistent, multi-process-safe cache of execution results in one SQLite file.
+
+    Entries are keyed by ``(store identity, query text)``, so one file can serve several
+    knowledge bases. The file is in WAL mode (readers never block the writer); a busy timeout
+    and a bounded retry loop absorb lock contention between processes. When the table grows
+    past ``max_entries``, the oldest entries (by insertion) are deleted; the check runs every
+    ``max(1, min(1000, max_entries // 100))`` writes of a process, so the table may exceed the
+    bound by that many rows per writer in between.
+
+    The object may be used from several threads (one connection behind a lock) and survives a
+    ``fork`` (a child opens its own connection).
+
+    Args:
+        path: The SQLite file; its parent directory is created when missing.
+        max_entries: Size bound of the table.
+        busy_timeout: Seconds SQLite waits for a lock before reporting ``database is locked``.
+        retries: Extra attempts (with exponential back-off) after a locked/busy error.
+
+    Attributes:
+        hits: Lookups of this object that found an entry.
+        misses: Lookups of this object that did not.
+
+    Raises:
+        StoreError: When the file cannot be opened or is not a cache database.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        max_entries: int = 1_000_000,
+        busy_timeout: float = 30.0,
+        retries: int = 8,
+    ) -> None:
+        if max_entries < 1:
+            raise ValueError("max_entries must be >= 1")
+        self.path = Path(path)
+        self.max_entries = max_entries
+        self.busy_timeout = busy_timeout
+        self.retries = retries
+        self.hits = 0
+        self.misses = 0
+        self._evict_every = max(1, min(1000, max_entries // 100))
+        self._writes = 0
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = -1
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._with_retry(lambda conn: None)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open execution cache {self.path}: {exc}") from None
+
+    # -- connection handling -------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is not None and self._pid == os.getpid():
+            return self._conn
+        conn = sqlite3.connect(
+            str(self.path), timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise sqlite3.OperationalError(f"could not switch to WAL mode (got {mode})")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(_SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn, self._pid = conn, os.getpid()
+        return conn
+
+    def _with_retry(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        delay = 0.01
+        for attempt in range(self.retries + 1):
+            try:
+                with self._lock:
+                    return fn(self._connect())
+            except sqlite3.OperationalError as exc:
+                text = str(exc).lower()
+                if attempt == self.retries or ("locked" not in text and "busy" not in text):
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    def _key(store: str, query: str) -> bytes:
+        return hashlib.blake2b(f"{store}\x00{query}".encode(), digest_size=20).digest()
+
+    # -- public API ------------------------------------------------------------------------
+    def get(self, store: str, query: str) -> tuple[list[str], bool, str | None] | None:
+        """Look up a query.
+
+        Args:
+            store: Identity string of the knowledge base (see ``identity`` on the stores).
+            query: The exact SPARQL text.
+
+        Returns:
+            ``(answers, ok, error)`` when cached, else ``None``.
+        """
+        key = self._key(store, query)
+        row = self._with_retry(
+            lambda conn: conn.execute(
+                "SELECT answers, ok, error FROM results WHERE key = ?", (key,)
+            ).fetchone()
+        )
+        if row is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return list(json.loads(row[0])), bool(row[1]), row[2]
+
+    def put(self, store: str, query: str, result: ExecutionResult, *, definitive: bool = False) -> bool:
+        """Remember a result when it is worth remembering.
+
+        Args:
+            store: Identity string of the knowledge base.
+            query: The exact SPARQL text.
+            result: The result to store.
+            definitive: For a failed result, whether the failure is a property of the query
+                (a syntax error) rather than of the moment (timeout, unreachable endpoint).
+
+        Returns:
+            Whether the result was written (ok results and definitive errors only).
+        """
+        if not result.ok and not definitive:
+            return False
+        key = self._key(store, query)
+        payload = json.dumps(result.answers, ensure_ascii=False)
+        row = (key, store, payload, int(result.ok), result.error, time.time())
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT OR REPLACE INTO results (key, store, answers, ok, error, created) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                row,
+            )
+
+        self._with_retry(write)
+        self._writes += 1
+        if self._writes % self._evict_every == 0:
+            self.evict()
+        return True
+
+    def evict(self) -> int:
+        """Delete the oldest entries beyond ``max_entries``; return how many were deleted."""
+
+        def run(conn: sqlite3.Connection) -> int:
+            cur = conn.execute(
+                "DELETE FROM results WHERE id IN (SELECT id FROM results ORDER BY id LIMIT "
+                "max(0, (SELECT count(*) FROM results) - ?))",
+                (self.max_entries,),
+            )
+            return cur.rowcount
+
+        return int(self._with_retry(run))
+
+    def __len__(self) -> int:
+        return int(self._with_retry(lambda conn: conn.execute("SELECT count(*) FROM results").fetchone()[0]))
+
+    def clear(self, store: str | None = None) -> None:
+        """Delete every entry, or only those of one store identity."""
+        if store is None:
+            self._with_retry(lambda conn: conn.execute("DELETE FROM results"))
+        else:
+            self._with_retry(lambda conn: conn.execute("DELETE FROM results WHERE store = ?", (store,)))
+
+    def close(self) -> None:
+        """Close this process's connection (it is reopened on the next use)."""
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+    def __getstate__(self) -> dict[str, object]:
+        state = self.__dict__.copy()
+        state["_conn"], state["_pid"], state["_lock"] = None, -1, None
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"ExecutionCache({str(self.path)!r}, max_entries={self.max_entries})"

@@ -1,0 +1,101 @@
+"""``kbqa data``: convert datasets to the common schema and build the synthetic world.
+
+- ``kbqa data convert --format F --input PATH --out FILE.jsonl [--split S]`` reads a dataset in
+  its own format and writes common-schema JSON lines atomically (the output appears only when
+  every record was read); prints ``{"format", "input", "out", "examples"}``.
+- ``kbqa data synth --out DIR [--seed N] [--size small|medium|large]`` writes the synthetic world
+  (KB and questions) and prints the summary that ``build_world`` returns.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from kbqa_lit.data.formats import READERS, read_dataset
+from kbqa_lit.data.schema import write_jsonl
+from kbqa_lit.errors import UserInputError
+from kbqa_lit.tools.common import print_json
+
+SYNTH_SIZES = ("small", "medium", "large")
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``data`` command group (``convert``, ``synth``) to the ``kbqa`` parser."""
+    data = subparsers.add_parser("data", help="convert datasets to the common schema; build the synthetic world")
+    sub = data.add_subparsers(dest="data_command", metavar="SUBCOMMAND")
+    data.set_defaults(func=lambda _args: _missing_subcommand(data))
+
+    conv = sub.add_parser(
+        "convert",
+        help="read a dataset in its own format and write common-schema JSON lines",
+        description=(
+            "Read a dataset file (or folder, for metaqa/synthetic) and write one common-schema "
+            "example per line. Prints JSON {format, input, out, examples}."
+        ),
+    )
+    conv.add_argument("--format", required=True, choices=sorted(READERS), help="the input's dataset format")
+    conv.add_argument("--input", required=True, type=Path, help="dataset file, or folder for metaqa/synthetic")
+    conv.add_argument("--out", required=True, type=Path, help="output JSON-lines file (written atomically)")
+    conv.add_argument(
+        "--split",
+        default=None,
+        help="split to read from a folder (metaqa: N-hop/qa_SPLIT.txt; synthetic: SPLIT.jsonl); "
+        "default dev; ignored by single-file formats",
+    )
+    conv.set_defaults(func=run_convert)
+
+    synth = sub.add_parser(
+        "synth",
+        help="write the deterministic synthetic world (KB + questions) to a folder",
+        description="Build the synthetic world; the same seed and size give byte-identical files.",
+    )
+    synth.add_argument("--out", required=True, type=Path, help="output folder")
+    synth.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    synth.add_argument("--size", choices=SYNTH_SIZES, default="small", help="world size (default small)")
+    synth.set_defaults(func=run_synth)
+
+
+def _missing_subcommand(parser: argparse.ArgumentParser) -> int:
+    raise UserInputError(f"choose a subcommand: {parser.prog} convert|synth (see --help)")
+
+
+def run_convert(args: argparse.Namespace) -> int:
+    """Convert ``args.input`` (format ``args.format``) to common-schema JSON lines at ``args.out``.
+
+    Returns:
+        0 on success (user errors raise :class:`~kbqa_lit.errors.KBQAError`).
+    """
+    out: Path = args.out
+    if out.exists() and out.is_dir():
+        raise UserInputError(f"--out must be a file, got a directory: {out}")
+    examples = read_dataset(args.format, args.input, split=args.split)
+    try:
+        n = write_jsonl(examples, out)
+    except BaseException:
+        # write_jsonl writes <out>.tmp and renames it at the end; drop the partial temp file.
+        out.with_name(out.name + ".tmp").unlink(missing_ok=True)
+        raise
+    print_json({"format": args.format, "input": str(args.input), "out": str(out), "examples": n})
+    return 0
+
+
+def run_synth(args: argparse.Namespace) -> int:
+    """Build the synthetic world in ``args.out`` and print its summary as JSON.
+
+    Returns:
+        0 on success.
+
+    Raises:
+        UserInputError: When this build has no synthetic world module.
+    """
+    try:
+        from kbqa_lit.data.synthetic import build_world
+    except ModuleNotFoundError as exc:
+        if exc.name in ("kbqa_lit.data.synthetic", "kbqa_lit.data"):
+            raise UserInputError("the synthetic world is not available in this build") from None
+        raise
+    summary = build_world(Path(args.out), seed=int(args.seed), size=str(args.size))
+    print_json(summary)
+    return 0

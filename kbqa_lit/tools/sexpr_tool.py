@@ -1,0 +1,153 @@
+"""``kbqa sexpr to-sparql`` and ``kbqa sexpr run``: S-expressions one at a time or in batches.
+
+Batch input lines are JSON objects with ``qid`` and ``s_expression`` and optionally
+``semantics`` (or, in a whole example of the common schema, ``meta.semantics``); other fields
+are ignored. Output lines keep the input order: ``{qid, s_expression, sparql}`` /
+``{qid, s_expression, answers}`` or ``{qid, s_expression, error}``. One bad line never stops a
+batch; the output file is written atomically when the batch ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from kbqa_lit.errors import SExprError, UserInputError
+from kbqa_lit.kb.sparql import SEMANTICS, sexpr_to_sparql
+from kbqa_lit.tools.common import print_json, write_json_lines_atomic
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``kbqa sexpr to-sparql`` and ``kbqa sexpr run``."""
+    parser = subparsers.add_parser("sexpr", help="S-expressions: convert to SPARQL, run on a store")
+    sub = parser.add_subparsers(dest="sexpr_command", metavar="ACTION", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("expr", nargs="?", help="an S-expression (omit with --batch)")
+    common.add_argument("--batch", metavar="IN.jsonl", help="JSON lines with qid and s_expression")
+    common.add_argument("--out", metavar="OUT.jsonl", help="output file of --batch (default: stdout)")
+    common.add_argument(
+        "--semantics",
+        choices=SEMANTICS,
+        default=None,
+        help="answer semantics for EXPR, and for batch lines that do not name one (default exclude-topic)",
+    )
+    common.add_argument(
+        "--no-ties", action="store_true", help="top-level ARGMAX/ARGMIN return one member, not all ties"
+    )
+    p = sub.add_parser("to-sparql", parents=[common], help="convert S-expressions to SPARQL")
+    p.set_defaults(func=_to_sparql)
+    p = sub.add_parser("run", parents=[common], help="execute S-expressions on a store")
+    p.add_argument("--store", required=True, help="an Oxigraph store directory or a SPARQL endpoint URL")
+    p.add_argument("--timeout", type=float, default=30.0, help="per-query timeout in seconds (default 30)")
+    p.add_argument("--workers", type=int, default=2, help="queries executed in parallel (default 2)")
+    p.set_defaults(func=_run)
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    if bool(args.expr) == bool(args.batch):
+        raise UserInputError("give exactly one of EXPR or --batch IN.jsonl")
+    if args.out and not args.batch:
+        raise UserInputError("--out goes with --batch")
+
+
+def _read_batch(path: str, default_semantics: str) -> Iterator[dict[str, Any]]:
+    """Yield one job per input line; unusable lines become jobs that carry an error."""
+    p = Path(path)
+    if not p.is_file():
+        raise UserInputError(f"no such file: {p}")
+    with p.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield {"qid": None, "s_expression": None, "error": f"line {lineno}: not valid JSON ({exc.msg})"}
+                continue
+            if not isinstance(obj, dict):
+                yield {"qid": None, "s_expression": None, "error": f"line {lineno}: not a JSON object"}
+                continue
+            job: dict[str, Any] = {"qid": obj.get("qid"), "s_expression": obj.get("s_expression")}
+            meta = obj.get("meta") if isinstance(obj.get("meta"), dict) else {}
+            semantics = obj.get("semantics") or meta.get("semantics") or default_semantics
+            if not isinstance(job["s_expression"], str) or not job["s_expression"].strip():
+                job["error"] = f"line {lineno}: no s_expression"
+            elif semantics not in SEMANTICS:
+                job["error"] = f"line {lineno}: unknown semantics {semantics!r}"
+            job["semantics"] = semantics
+            yield job
+
+
+def _convert(job: dict[str, Any], keep_ties: bool) -> dict[str, Any]:
+    out = {"qid": job["qid"], "s_expression": job["s_expression"]}
+    if job.get("error"):
+        out["error"] = job["error"]
+        return out
+    try:
+        out["sparql"] = sexpr_to_sparql(job["s_expression"], semantics=job["semantics"], keep_ties=keep_ties)
+    except SExprError as exc:
+        out["error"] = f"bad S-expression: {exc}"
+    return out
+
+
+def _emit(rows: list[dict[str, Any]] | Iterator[dict[str, Any]], out: str | None) -> None:
+    if out:
+        n = write_json_lines_atomic(rows, out)
+        import sys
+
+        print(json.dumps({"out": out, "lines": n}), file=sys.stderr)
+    else:
+        for row in rows:
+            print_json(row)
+
+
+def _to_sparql(args: argparse.Namespace) -> int:
+    _check_args(args)
+    keep_ties = not args.no_ties
+    if args.expr:
+        semantics = args.semantics or "exclude-topic"
+        print(sexpr_to_sparql(args.expr, semantics=semantics, keep_ties=keep_ties))
+        return 0
+    jobs = _read_batch(args.batch, args.semantics or "exclude-topic")
+    _emit([_convert(j, keep_ties) for j in jobs], args.out)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from kbqa_lit.kb.store import open_store
+
+    _check_args(args)
+    keep_ties = not args.no_ties
+    store = open_store(args.store, timeout=args.timeout)
+    if args.expr:
+        job = {"qid": None, "s_expression": args.expr, "semantics": args.semantics or "exclude-topic"}
+        row = _execute(store, _convert(job, keep_ties))
+        if "error" in row:
+            if row["error"].startswith("bad S-expression"):
+                raise SExprError(row["error"][len("bad S-expression: "):])
+            print_json({"s_expression": args.expr, "error": row["error"]})
+            return 1
+        print_json({"s_expression": args.expr, "answers": row["answers"]})
+        return 0
+    jobs = [_convert(j, keep_ties) for j in _read_batch(args.batch, args.semantics or "exclude-topic")]
+    with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
+        rows = list(pool.map(lambda j: _execute(store, j), jobs))
+    _emit(rows, args.out)
+    return 0
+
+
+def _execute(store: Any, job: dict[str, Any]) -> dict[str, Any]:
+    out = {"qid": job["qid"], "s_expression": job["s_expression"]}
+    if "error" in job:
+        out["error"] = job["error"]
+        return out
+    result = store.execute(job["sparql"])
+    if result.ok:
+        out["answers"] = list(result.answers)
+    else:
+        out["error"] = result.error or "query failed"
+    return out
