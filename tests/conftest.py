@@ -1,0 +1,44 @@
+"""Shared fixtures: the real data in ../shared/data and the gold S-expressions in it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def shared_path(*parts: str) -> Path:
+    """Return a path under ../shared/data, skipping the test when it is absent."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"real data not available: {path}")
+    return path
+
+
+def load_gold_sexprs() -> list[tuple[str, str, dict[str, str]]]:
+    """Every gold S-expression of GrailQA, WebQSP and CWQ as (source, sexpr, {entity id: label})."""
+    out: list[tuple[str, str, dict[str, str]]] = []
+    for line in shared_path("grailqa", "grailqa_dev.jsonl").open(encoding="utf-8"):
+        r = json.loads(line)
+        labels = {
+            n["id"]: n.get("friendly_name", "")
+            for n in r.get("graph_query", {}).get("nodes", [])
+            if n.get("node_type") == "entity"
+        }
+        out.append(("grailqa", r["s_expression"], labels))
+    for r in json.loads(shared_path("webqsp", "WebQSP_train_subset_2897_sexpr.json").read_text()):
+        if r["SExpr"] != "null":
+            out.append(("webqsp", r["SExpr"], dict(r.get("mid2name") or {})))
+    for r in json.loads(shared_path("cwq", "cwq_test_part.json").read_text()):
+        if r.get("SExpr") and r["SExpr"] != "null":
+            out.append(("cwq", r["SExpr"], dict(r.get("topic_entity") or {})))
+    return out
+
+
+@pytest.fixture(scope="session")
+def gold_sexprs() -> list[tuple[str, str, dict[str, str]]]:
+    """Session-wide list of (source, gold S-expression, labels)."""
+    return load_gold_sexprs()
