@@ -3,7 +3,8 @@
 Every state is a float64 sum reduced with ``"sum"`` across processes, so the averages computed
 after a DDP sync are exactly those of one process that saw all questions (up to float64
 summation order). The arithmetic per question is :func:`kbqa_lit.metrics.functional.score_question`;
-this class only sums.
+this class only keeps the sums of :func:`~kbqa_lit.metrics.functional.sum_scores` as states and
+divides them with :func:`~kbqa_lit.metrics.functional.mean_scores`, like ``kbqa eval`` does.
 """
 
 from __future__ import annotations
@@ -14,20 +15,10 @@ from typing import Any
 import torch
 from torchmetrics import Metric
 
-from kbqa_lit.metrics.functional import QuestionScore, score_question
+from kbqa_lit.metrics.functional import SUM_KEYS, QuestionScore, mean_scores, score_question, sum_scores
 
-_SUM_STATES = (
-    "f1_sum",
-    "precision_sum",
-    "recall_sum",
-    "hit1_sum",
-    "hit1_any_sum",
-    "accuracy_sum",
-    "executable_sum",
-    "em_sum",
-    "em_count",
-    "n",
-)
+#: State name of each key of :func:`~kbqa_lit.metrics.functional.sum_scores`.
+_STATE = {key: key if key in ("em_count", "n") else f"{key}_sum" for key in SUM_KEYS}
 
 
 def _as_parses(gold: Any) -> list[Sequence[str]]:
@@ -57,6 +48,7 @@ class AnswerMetrics(Metric):
         >>> m.update([["m.1"]], [[["m.1", "m.2"], ["m.3"]]])
         >>> round(float(m.compute()["f1"]), 4)
         0.6667
+
     """
 
     is_differentiable = False
@@ -77,7 +69,7 @@ class AnswerMetrics(Metric):
     def __init__(self, ordered: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.ordered = ordered
-        for name in _SUM_STATES:
+        for name in _STATE.values():
             self.add_state(name, default=torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
 
     def update(
@@ -102,6 +94,7 @@ class AnswerMetrics(Metric):
 
         Raises:
             ValueError: When the per-question lists differ in length or both forms are given.
+
         """
         if scores is not None:
             if preds is not None or golds is not None:
@@ -124,22 +117,9 @@ class AnswerMetrics(Metric):
                 )
                 for i in range(n)
             ]
-        sums = dict.fromkeys(_SUM_STATES, 0.0)
-        for s in batch:
-            sums["f1_sum"] += s.f1
-            sums["precision_sum"] += s.precision
-            sums["recall_sum"] += s.recall
-            sums["hit1_sum"] += s.hit1
-            sums["hit1_any_sum"] += s.hit1_any
-            sums["accuracy_sum"] += s.accuracy
-            sums["executable_sum"] += 1.0 if s.executable else 0.0
-            if s.em is not None:
-                sums["em_sum"] += float(s.em)
-                sums["em_count"] += 1.0
-            sums["n"] += 1.0
-        for name, value in sums.items():
-            state = getattr(self, name)
-            setattr(self, name, state + torch.tensor(value, dtype=torch.float64, device=state.device))
+        for key, value in sum_scores(batch).items():
+            state = getattr(self, _STATE[key])
+            setattr(self, _STATE[key], state + torch.tensor(value, dtype=torch.float64, device=state.device))
 
     def update_scores(self, scores: Iterable[QuestionScore]) -> None:
         """Add already computed per-question scores (same as ``update(scores=...)``)."""
@@ -153,17 +133,10 @@ class AnswerMetrics(Metric):
             ``executable`` (share of questions flagged executable), each divided by the number
             of questions, and ``em`` (averaged over the questions where EM was measured) when
             any was. All are 0 before any question was added.
+
         """
-        n = self.n.clamp(min=1.0)
-        out = {
-            "f1": self.f1_sum / n,
-            "precision": self.precision_sum / n,
-            "recall": self.recall_sum / n,
-            "hit1": self.hit1_sum / n,
-            "hit1_any": self.hit1_any_sum / n,
-            "accuracy": self.accuracy_sum / n,
-            "executable": self.executable_sum / n,
+        sums = {key: float(getattr(self, state)) for key, state in _STATE.items()}
+        return {
+            key: torch.tensor(value, dtype=torch.float64, device=self.n.device)
+            for key, value in mean_scores(sums).items()
         }
-        if float(self.em_count) > 0:
-            out["em"] = self.em_sum / self.em_count
-        return out

@@ -39,7 +39,7 @@ as the official script does), reporting that parse's precision, recall, F1 and H
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -51,8 +51,24 @@ __all__ = [
     "best_over_parses",
     "hit_at_1",
     "hit_at_1_any",
+    "mean_scores",
     "score_question",
+    "sum_scores",
 ]
+
+#: Keys of :func:`sum_scores`: one running sum per metric plus the counts ``em_count`` and ``n``.
+SUM_KEYS = (
+    "f1",
+    "precision",
+    "recall",
+    "hit1",
+    "hit1_any",
+    "accuracy",
+    "executable",
+    "em",
+    "em_count",
+    "n",
+)
 
 
 def _as_set(answers: Iterable[str]) -> frozenset[str]:
@@ -83,6 +99,7 @@ def answer_precision(pred: Iterable[str], gold: Iterable[str]) -> float:
 
     Returns:
         ``|P ∩ G| / |P|`` with the WebQSP conventions for empty sets.
+
     """
     return _prf(pred, gold)[0]
 
@@ -96,6 +113,7 @@ def answer_recall(pred: Iterable[str], gold: Iterable[str]) -> float:
 
     Returns:
         ``|P ∩ G| / |G|`` with the WebQSP conventions for empty sets.
+
     """
     return _prf(pred, gold)[1]
 
@@ -110,12 +128,13 @@ def answer_f1(pred: Iterable[str], gold: Iterable[str]) -> float:
     Returns:
         The harmonic mean of precision and recall; 1 when both sets are empty, 0 when exactly
         one is empty.
+
     """
     return _prf(pred, gold)[2]
 
 
 def hit_at_1(pred: Collection[str], gold: Iterable[str], ordered: bool = False) -> float:
-    """Hit@1: is the top predicted answer gold?
+    """Return Hit@1: whether the top predicted answer is gold.
 
     Args:
         pred: Predicted answers. With ``ordered=True`` a ranked sequence whose first element is
@@ -129,6 +148,7 @@ def hit_at_1(pred: Collection[str], gold: Iterable[str], ordered: bool = False) 
 
     Raises:
         TypeError: When ``ordered=True`` and ``pred`` is not a sequence (a set has no order).
+
     """
     if ordered and not isinstance(pred, Sequence):
         raise TypeError(f"ordered=True needs a ranked sequence, got {type(pred).__name__}")
@@ -150,6 +170,7 @@ def hit_at_1_any(pred: Iterable[str], gold: Iterable[str]) -> float:
 
     Returns:
         1.0 or 0.0.
+
     """
     p, g = _as_set(pred), _as_set(gold)
     if not g or not p:
@@ -173,6 +194,7 @@ class QuestionScore:
         executable: Whether the prediction came from an executable logical form, or ``None``
             when unknown.
         missing: Whether there was no prediction at all (all scores are then 0).
+
     """
 
     f1: float
@@ -196,6 +218,7 @@ class QuestionScore:
 
         Args:
             em: Logical-form EM to record (0.0 when EM is measured, else ``None``).
+
         """
         return cls(0.0, 0.0, 0.0, 0.0, 0.0, parse_index=None, em=em, executable=False, missing=True)
 
@@ -220,6 +243,7 @@ def best_over_parses(
     Returns:
         ``{"f1", "precision", "recall", "hit1", "hit1_any", "accuracy", "parse_index"}`` of the
         best parse (the first one on ties, like the official WebQSP script).
+
     """
     parses: list[Iterable[str]] = list(golds) or [()]
     best: dict[str, float | int] | None = None
@@ -258,6 +282,7 @@ def score_question(
 
     Returns:
         The question's :class:`QuestionScore`.
+
     """
     if pred is None:
         return QuestionScore.missing_prediction(em=None if em is None else 0.0)
@@ -272,3 +297,49 @@ def score_question(
         em=em,
         executable=executable,
     )
+
+
+def sum_scores(scores: Iterable[QuestionScore]) -> dict[str, float]:
+    """Sum per-question scores (the additive state that :func:`mean_scores` turns into averages).
+
+    Args:
+        scores: Per-question scores.
+
+    Returns:
+        A dict over :data:`SUM_KEYS`: sums of each metric (``executable`` counts questions flagged
+        executable; ``em`` sums EM where measured), ``em_count`` (questions with EM) and ``n``.
+
+    """
+    sums = dict.fromkeys(SUM_KEYS, 0.0)
+    for s in scores:
+        sums["f1"] += s.f1
+        sums["precision"] += s.precision
+        sums["recall"] += s.recall
+        sums["hit1"] += s.hit1
+        sums["hit1_any"] += s.hit1_any
+        sums["accuracy"] += s.accuracy
+        sums["executable"] += 1.0 if s.executable else 0.0
+        if s.em is not None:
+            sums["em"] += float(s.em)
+            sums["em_count"] += 1.0
+        sums["n"] += 1.0
+    return sums
+
+
+def mean_scores(sums: Mapping[str, float]) -> dict[str, float]:
+    """Turn sums from :func:`sum_scores` (possibly added up over processes) into averages.
+
+    Args:
+        sums: A dict over :data:`SUM_KEYS`.
+
+    Returns:
+        ``f1``, ``precision``, ``recall``, ``hit1``, ``hit1_any``, ``accuracy`` and
+        ``executable`` divided by the number of questions (0 when there are none), and ``em``
+        divided by the number of questions where EM was measured, only when there were any.
+
+    """
+    n = max(float(sums["n"]), 1.0)
+    out = {k: float(sums[k]) / n for k in SUM_KEYS[:7]}
+    if float(sums["em_count"]) > 0:
+        out["em"] = float(sums["em"]) / float(sums["em_count"])
+    return out

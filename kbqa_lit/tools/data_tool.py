@@ -23,7 +23,9 @@ SYNTH_SIZES = ("small", "medium", "large")
 
 def register(subparsers: Any) -> None:
     """Add the ``data`` command group (``convert``, ``synth``) to the ``kbqa`` parser."""
-    data = subparsers.add_parser("data", help="convert datasets to the common schema; build the synthetic world")
+    data = subparsers.add_parser(
+        "data", help="convert datasets to the common schema; build the synthetic world"
+    )
     sub = data.add_subparsers(dest="data_command", metavar="SUBCOMMAND")
     data.set_defaults(func=lambda _args: _missing_subcommand(data))
 
@@ -36,7 +38,9 @@ def register(subparsers: Any) -> None:
         ),
     )
     conv.add_argument("--format", required=True, choices=sorted(READERS), help="the input's dataset format")
-    conv.add_argument("--input", required=True, type=Path, help="dataset file, or folder for metaqa/synthetic")
+    conv.add_argument(
+        "--input", required=True, type=Path, help="dataset file, or folder for metaqa/synthetic"
+    )
     conv.add_argument("--out", required=True, type=Path, help="output JSON-lines file (written atomically)")
     conv.add_argument(
         "--split",
@@ -66,6 +70,7 @@ def run_convert(args: argparse.Namespace) -> int:
 
     Returns:
         0 on success (user errors raise :class:`~kbqa_lit.errors.KBQAError`).
+
     """
     out: Path = args.out
     if out.exists() and out.is_dir():
@@ -89,11 +94,12 @@ def run_synth(args: argparse.Namespace) -> int:
 
     Raises:
         UserInputError: When this build has no synthetic world module.
+
     """
     try:
         from kbqa_lit.data.synthetic import build_world
-    except ModuleNotFoundError as exc:
-        if exc.name in ("kbqa_lit.data.synthetic", "kbqa_lit.data"):
+    except ImportError as exc:  # ModuleNotFoundError, or a synthetic package without build_world
+        if exc.name == "kbqa_lit.data.synthetic":
             raise UserInputError("the synthetic world is not available in this build") from None
         raise
     summary = build_world(Path(args.out), seed=int(args.seed), size=str(args.size))

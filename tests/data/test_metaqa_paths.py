@@ -106,7 +106,6 @@ def test_qtype_tokens_match_kb_relations():
 
 
 @needs_metaqa
-@pytest.mark.slow
 def test_exact_lines_follow_simple_paths_over_kb():
     counts: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     bad = []

@@ -50,6 +50,7 @@ def read_dataset(fmt: str, path: str | Path, split: str | None = None) -> Iterat
 
     Raises:
         UserInputError: When ``fmt`` is unknown or ``path`` is missing.
+
     """
     if fmt not in READERS:
         raise UserInputError(f"unknown dataset format {fmt!r}; choose from {', '.join(READERS)}")

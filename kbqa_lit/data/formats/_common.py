@@ -26,6 +26,7 @@ def existing_file(path: str | Path, what: str = "input file") -> Path:
 
     Raises:
         UserInputError: When ``path`` does not exist or is not a file.
+
     """
     p = Path(path)
     if not p.exists():
@@ -57,6 +58,7 @@ def get_field(
 
     Raises:
         DataFormatError: Naming ``path`` and ``where`` when the field is missing or mistyped.
+
     """
     value = record.get(key)
     if value is None:
@@ -76,6 +78,7 @@ def require_object(record: Any, path: Path, where: Where) -> Mapping[str, Any]:
 
     Raises:
         DataFormatError: When it is not.
+
     """
     if not isinstance(record, Mapping):
         raise DataFormatError(path, where, f"a record must be a JSON object, got {type(record).__name__}")
@@ -131,6 +134,7 @@ def iter_json_records(path: Path, container_key: str | None = None) -> Iterator[
     Raises:
         DataFormatError: When the file is not valid JSON / JSON lines, or the document is not a
             list (or an object with ``container_key`` holding a list).
+
     """
     first = _first_char(path)
     if first == "":
@@ -143,7 +147,7 @@ def iter_json_records(path: Path, container_key: str | None = None) -> Iterator[
         raise DataFormatError(path, 1, "expected a JSON list, a JSON object or JSON lines")
     with path.open(encoding="utf-8") as fh:
         lines = enumerate(fh, 1)
-        for lineno, line in lines:
+        for _lineno, line in lines:
             if line.strip():
                 break
         else:  # pragma: no cover - _first_char saw content
@@ -156,7 +160,7 @@ def iter_json_records(path: Path, container_key: str | None = None) -> Iterator[
             doc = _load_document(path)
             yield from _records_of(doc, path, container_key)
             return
-        yield lineno, obj
+        yield _lineno, obj
         for lineno, line in lines:
             if not line.strip():
                 continue
@@ -170,7 +174,7 @@ def iter_json_records(path: Path, container_key: str | None = None) -> Iterator[
 def _records_of(doc: Any, path: Path, container_key: str | None) -> Iterator[tuple[Where, Any]]:
     if isinstance(doc, Mapping) and container_key is not None:
         if container_key not in doc:
-            raise DataFormatError(path, None, f"a JSON object file must hold the records under {container_key!r}")
+            raise DataFormatError(path, None, f"a JSON object must hold the records under {container_key!r}")
         doc = doc[container_key]
         if not isinstance(doc, list):
             raise DataFormatError(path, None, f"{container_key!r} must be a list of records")

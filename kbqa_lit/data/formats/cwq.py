@@ -50,6 +50,7 @@ def read_cwq(path: str | Path) -> Iterator[KBQAExample]:
     Raises:
         UserInputError: When ``path`` is not a file (raised at once).
         DataFormatError: While iterating, naming the file and record of the first bad record.
+
     """
     p = existing_file(path, "CWQ file")
     return _iter_cwq(p)

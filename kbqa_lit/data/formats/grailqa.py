@@ -57,6 +57,7 @@ def read_grailqa(path: str | Path) -> Iterator[KBQAExample]:
         UserInputError: When ``path`` is not a file (raised at once).
         DataFormatError: While iterating, naming the file and line (or record) of the first bad
             record.
+
     """
     p = existing_file(path, "GrailQA file")
     return _iter_grailqa(p)

@@ -1,7 +1,7 @@
-"""Reader of MetaQA vanilla (Zhang et al. 2018) with gold S-expressions derived from question types.
+r"""Reader of MetaQA vanilla (Zhang et al. 2018) with gold S-expressions derived from question types.
 
 Layout (the official release): ``<root>/{1,2,3}-hop/qa_{split}.txt`` with lines
-``question with [topic entity]\\tans1|ans2``, and beside each ``qa_{split}_qtype.txt`` (one
+``question with [topic entity]\tans1|ans2``, and beside each ``qa_{split}_qtype.txt`` (one
 question type per line, e.g. ``actor_to_movie_to_director``) and optionally
 ``qa_{split}_kbcheck.txt`` (whether the KB reproduces the line's answers).
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from functools import lru_cache
 from pathlib import Path
 
 from kbqa_lit.data.formats._common import dedupe_answers
@@ -60,6 +61,11 @@ _QA_FILE_RE = re.compile(r"^qa_(.+)\.txt$")
 _HOP_DIR_RE = re.compile(r"^(\d+)-hop$")
 
 
+@lru_cache(maxsize=1 << 17)
+def _entity_id(name: str) -> str:
+    return entity_id_for_name(name, DATASET)
+
+
 def qtype_relation_path(qtype: str) -> list[tuple[str, bool]]:
     """Return the relation path of a MetaQA question type as ``(relation id, forward)`` steps.
 
@@ -71,6 +77,7 @@ def qtype_relation_path(qtype: str) -> list[tuple[str, bool]]:
 
     Raises:
         ValueError: When a token is unknown or two consecutive tokens are not movie / value.
+
     """
     tokens = qtype.strip().split("_to_")
     if len(tokens) < 2:
@@ -94,6 +101,7 @@ def qtype_to_sexpr(qtype: str, topic_id: str) -> str:
 
     Raises:
         ValueError: When the question type is malformed (see :func:`qtype_relation_path`).
+
     """
     expr = topic_id
     for rel, forward in qtype_relation_path(qtype):
@@ -121,6 +129,7 @@ def read_metaqa(
     Raises:
         UserInputError: When the path or a requested ``N-hop/qa_{split}.txt`` is missing (at once).
         DataFormatError: While iterating, naming the file and line of the first bad line.
+
     """
     root = Path(path)
     if not root.exists():
@@ -202,7 +211,7 @@ def _example(
     names = [a for a in answer_text.split("|") if a]
     if not names:
         raise DataFormatError(qa, lineno, "no answers after the tab")
-    topic_id = entity_id_for_name(topic, DATASET)
+    topic_id = _entity_id(topic)
     sexpr = None
     if qtype is not None:
         try:
@@ -211,7 +220,9 @@ def _example(
         except ValueError as exc:
             raise DataFormatError(qtype_path, q_lineno, str(exc)) from None
         if hop is not None and steps != hop:
-            raise DataFormatError(qtype_path, q_lineno, f"question type {qtype!r} has {steps} hops, not {hop}")
+            raise DataFormatError(
+                qtype_path, q_lineno, f"question type {qtype!r} has {steps} hops, not {hop}"
+            )
         hop = steps
     prefix = f"metaqa-{hop}hop-{split}" if hop is not None else f"metaqa-{split}"
     meta: dict[str, object] = {
@@ -226,9 +237,7 @@ def _example(
     return KBQAExample(
         qid=f"{prefix}-{lineno - 1}",
         question=question,
-        answers=dedupe_answers(
-            [Answer(id=entity_id_for_name(n, DATASET), name=n, kind="entity") for n in names]
-        ),
+        answers=dedupe_answers([Answer(id=_entity_id(n), name=n, kind="entity") for n in names]),
         topic_entities={topic_id: topic},
         s_expression=sexpr,
         meta=meta,

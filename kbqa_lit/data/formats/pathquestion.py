@@ -1,6 +1,6 @@
-"""Reader of PathQuestion (Zhou et al. 2018, IRN): PQ (2/3 hops) and PQL (longer paths).
+r"""Reader of PathQuestion (Zhou et al. 2018, IRN): PQ (2/3 hops) and PQL (longer paths).
 
-Line: ``question\\tanswer(a1/a2/)\\tsubject#r1#e1#r2#e2...#<end>#answer``. The path before
+Line: ``question\tanswer(a1/a2/)\tsubject#r1#e1#r2#e2...#<end>#answer``. The path before
 ``<end>`` alternates entities and relations and may have any number of hops. The gold
 S-expression follows the relations from the subject:
 ``(JOIN (R pathquestion.relation.r2) (JOIN (R pathquestion.relation.r1) m.<subject>))``, with ids
@@ -37,6 +37,7 @@ def path_to_sexpr(subject: str, relations: list[str]) -> str:
     Example:
         ``path_to_sexpr("claudius", ["parents", "gender"])`` →
         ``(JOIN (R pathquestion.relation.gender) (JOIN (R pathquestion.relation.parents) m.pq_...))``.
+
     """
     expr = entity_id_for_name(subject, DATASET)
     for rel in relations:
@@ -49,6 +50,7 @@ def parse_answer_field(text: str) -> list[str]:
 
     Raises:
         ValueError: When the field is empty or its parentheses are malformed.
+
     """
     m = _ANSWER_RE.match(text.strip())
     if not m:
@@ -67,6 +69,7 @@ def parse_path_field(text: str) -> list[str]:
 
     Raises:
         ValueError: When the path is not ``entity (#relation#entity)+``.
+
     """
     tokens = [t.strip() for t in text.strip().split("#")]
     if "<end>" in tokens:
@@ -88,6 +91,7 @@ def read_pathquestion(path: str | Path) -> Iterator[KBQAExample]:
     Raises:
         UserInputError: When ``path`` is not a file (raised at once).
         DataFormatError: While iterating, naming the file and line of the first bad line.
+
     """
     p = existing_file(path, "PathQuestion file")
     return _iter_pathquestion(p)

@@ -31,6 +31,7 @@ def read_synthetic(path: str | Path, split: str = "dev") -> Iterator[KBQAExample
     Raises:
         UserInputError: When the file (or ``<dir>/<split>.jsonl``) does not exist (at once).
         DataFormatError: While iterating, naming the file and line of the first bad record.
+
     """
     p = Path(path)
     if p.is_dir():

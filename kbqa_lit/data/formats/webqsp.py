@@ -18,8 +18,8 @@ official ``{"Version": ..., "Questions": [...]}`` document:
 - **answer-name variant** (``answer`` present): ``QuestionId``, ``RawQuestion``, ``answer``
   (a list of names), ``topic_entity`` (``{mid: name}``). The answers are known by name only, so
   each becomes ``Answer(id=name, name=name, kind="entity")`` and ``meta["answers_by_name"]`` is
-  ``True``: compare such answers by name, never against KB ids. A ``null`` name (an answer the
-  release could not name) is dropped and counted in ``meta["unnamed_answers"]``.
+  ``True``: compare such answers by name, never against KB ids. A ``null`` or empty name (an
+  answer the release could not name) is dropped and counted in ``meta["unnamed_answers"]``.
 
 Every example has ``meta["dataset"] = "webqsp"`` and ``meta["semantics"] = "exclude-topic"``.
 """
@@ -59,6 +59,7 @@ def read_webqsp(path: str | Path) -> Iterator[KBQAExample]:
     Raises:
         UserInputError: When ``path`` is not a file (raised at once).
         DataFormatError: While iterating, naming the file and record of the first bad record.
+
     """
     p = existing_file(path, "WebQSP file")
     return _iter_webqsp(p)
@@ -115,7 +116,9 @@ def _official(record: Mapping[str, Any], path: Path, where: Where) -> KBQAExampl
     qid = str(get_field(record, "QuestionId", (str, int), path, where))
     question = get_field(record, "RawQuestion", str, path, where, required=False)
     if question is None:
-        question = get_field(record, "ProcessedQuestion", str, path, where)
+        question = get_field(record, "ProcessedQuestion", str, path, where, required=False)
+    if question is None:
+        raise DataFormatError(path, where, "missing required field 'RawQuestion'")
     parses = [
         _parse(p, i, qid, path, f"{where}, parse {i}")
         for i, p in enumerate(get_field(record, "Parses", list, path, where))
@@ -160,12 +163,12 @@ def _answer_name_variant(record: Mapping[str, Any], path: Path, where: Where) ->
     names = get_field(record, "answer", list, path, where)
     if not all(n is None or isinstance(n, str) for n in names):
         raise DataFormatError(path, where, "'answer' must be a list of answer names (strings or null)")
-    unnamed = sum(1 for n in names if n is None)
+    unnamed = sum(1 for n in names if not (n and n.strip()))
     topics = get_field(record, "topic_entity", dict, path, where, required=False, default={})
     return KBQAExample(
         qid=qid,
         question=question,
-        answers=dedupe_answers([Answer(id=n, name=n, kind="entity") for n in names if n is not None]),
+        answers=dedupe_answers([Answer(id=n, name=n, kind="entity") for n in names if n and n.strip()]),
         topic_entities={str(k): str(v) for k, v in topics.items()},
         meta=_meta(answers_by_name=True, unnamed_answers=unnamed or None),
     )
