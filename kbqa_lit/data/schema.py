@@ -8,6 +8,8 @@ the project are:
   (WebQSP, CWQ, GrailQA, synthetic), ``"simple-path"`` (MetaQA) or ``"plain"`` (PathQuestion).
 - ``meta["parses"]``: for WebQSP, every annotated parse as
   ``{"parse_id", "s_expression", "sparql", "answers": [Answer dicts]}``; metrics take the best.
+- ``meta["entity_labels"]``: ``{id: label}`` of the non-topic entities the gold logical form uses.
+- ``meta["entity_candidates"]``: ``{id: label}`` of linked entity candidates (predicted).
 - ``meta["dataset"]``, ``meta["split"]``, ``meta["hops"]``, ``meta["qtype"]`` where known.
 """
 
@@ -80,6 +82,21 @@ class KBQAExample:
     def semantics(self) -> str:
         """Answer semantics of this example (``meta["semantics"]``, default ``"exclude-topic"``)."""
         return str(self.meta.get("semantics", "exclude-topic"))
+
+    def entity_labels(self) -> dict[str, str]:
+        """Entity id → label for normalising this example's S-expressions.
+
+        The topic entities, then ``meta["entity_labels"]`` (other entities the gold logical form
+        mentions, e.g. WebQSP's ``mid2name``), then ``meta["entity_candidates"]`` (linked
+        candidates as ``{id: label}``) where present; earlier sources win.
+        """
+        labels: dict[str, str] = {}
+        for key in ("entity_candidates", "entity_labels"):
+            extra = self.meta.get(key)
+            if isinstance(extra, Mapping):
+                labels.update({str(k): str(v) for k, v in extra.items()})
+        labels.update(self.topic_entities)
+        return labels
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict (the line format of the project's JSON-lines files)."""

@@ -54,6 +54,7 @@ class LRUCache:
     Attributes:
         hits: Lookups that found an entry.
         misses: Lookups that did not.
+
     """
 
     def __init__(self, capacity: int = 100_000) -> None:
@@ -120,6 +121,7 @@ class ExecutionCache:
 
     Raises:
         StoreError: When the file cannot be opened or is not a cache database.
+
     """
 
     def __init__(
@@ -196,6 +198,7 @@ class ExecutionCache:
 
         Returns:
             ``(answers, ok, error)`` when cached, else ``None``.
+
         """
         key = self._key(store, query)
         row = self._with_retry(
@@ -221,6 +224,7 @@ class ExecutionCache:
 
         Returns:
             Whether the result was written (ok results and definitive errors only).
+
         """
         if not result.ok and not definitive:
             return False

@@ -74,6 +74,7 @@ def fb_iri(local: str) -> str:
 
     Raises:
         ValueError: When ``local`` is empty or holds a character an IRI cannot contain.
+
     """
     if not local or _IRI_BAD.search(local):
         raise ValueError(f"not usable as an IRI local name: {local!r}")
@@ -169,6 +170,7 @@ def iter_ntriples(files: Sequence[str | Path], fmt: str) -> Iterator[str]:
     Raises:
         DataFormatError: For a malformed line (naming file and line).
         UserInputError: For an unknown format or a missing file.
+
     """
     if fmt not in FORMATS:
         raise UserInputError(f"unknown triple format {fmt!r}; expected one of {', '.join(FORMATS)}")
@@ -253,6 +255,7 @@ def build_store(
         StoreError: When ``out_dir`` exists and may not be replaced.
         DataFormatError: For a malformed input line.
         UserInputError: For an unknown format, no input files or a missing file.
+
     """
     import pyoxigraph
 
@@ -270,9 +273,13 @@ def build_store(
             raise StoreError(f"{out} exists and is not a directory")
         if any(out.iterdir()):
             if not overwrite:
-                raise StoreError(f"{out} exists and is not empty; pass overwrite=True (--overwrite) to replace it")
+                raise StoreError(
+                    f"{out} exists and is not empty; pass overwrite=True (--overwrite) to replace it"
+                )
             if not _looks_like_store(out):
-                raise StoreError(f"refusing to overwrite {out}: it is not empty and does not hold an Oxigraph store")
+                raise StoreError(
+                    f"refusing to overwrite {out}: it is not empty and does not hold an Oxigraph store"
+                )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.building-{uuid.uuid4().hex[:8]}")
     store = None

@@ -8,19 +8,20 @@ entities of one question share a label; :func:`denormalize_all` enumerates those
 
 Scheme (tokens separated by single spaces)::
 
-    S-expression                                     normalised
-    (  )                                             (  )
-    AND JOIN R COUNT ARGMAX ARGMIN                   and join reverse count argmax argmin
-    lt le gt ge                                      less than / less equal / greater than / greater equal
-    TC                                               time constraint
-    people.person.place_of_birth  (relation/class)   [ people , person , place of birth ]
+    S-expression                                    normalised
+    (  )                                            (  )
+    AND JOIN R COUNT ARGMAX ARGMIN                  and join reverse count argmax argmin
+    lt le gt ge                                     less than / less equal / greater than / greater equal
+    TC                                              time constraint
+    people.person.place_of_birth  (relation/class)  [ people , person , place of birth ]
     location.location_symbol_relationship.Kind_of_symbol
-                                                     [ location , location symbol relationship , Kind of symbol ]
-    m.06w2sn5  (label "Justin Bieber")               [ Justin Bieber ]
-    m.01mp     (no usable label)                     [ m.01mp ]
-    1998^^http://www.w3.org/2001/XMLSchema#gYear     1998 year     (date, date time, year month, integer, float;
-                                                                   other XSD types by local name: true boolean)
-    "Young Forrest"  "Animation"@en  13  NOW         unchanged
+                                    [ location , location symbol relationship , Kind of symbol ]
+    m.06w2sn5  (label "Justin Bieber")              [ Justin Bieber ]
+    m.01mp     (no usable label)                    [ m.01mp ]
+    1998^^http://www.w3.org/2001/XMLSchema#gYear    1998 year
+        (XSD date, dateTime, gYearMonth, integer, float: date, date time, year month, integer, float;
+         other XSD types by local name: true^^...#boolean → true boolean)
+    "Young Forrest"  "Animation"@en  13  NOW        unchanged
 
 Why schema ids sit in brackets: GrailQA and CWQ put two schema ids side by side (``(ARGMAX
 music.album music.album.release_date)``, relation chains ``(JOIN r1 r2)``; 296 of the gold
@@ -112,7 +113,12 @@ def _segment_words(segment: str) -> str:
 
 
 def schema_to_words(schema_id: str) -> str:
-    """Write a relation or class id as words: ``people.person.place_of_birth`` → ``people , person , place of birth``."""
+    """Write a relation or class id as words.
+
+    Example:
+        ``people.person.place_of_birth`` → ``people , person , place of birth``.
+
+    """
     return " , ".join(_segment_words(seg) for seg in schema_id.split("."))
 
 
@@ -121,6 +127,7 @@ def words_to_schema(words: str) -> str:
 
     Raises:
         SExprError: When the words do not spell a dotted schema id.
+
     """
     segments = _SCHEMA_SPLIT_RE.split(words.strip())
     schema_id = ".".join("_".join(seg.split()) for seg in segments)
@@ -177,10 +184,12 @@ def normalize_sexpr(expr: str | SExpr, labels: Mapping[str, str | None]) -> str:
         labels: Entity id → label. An entity without a usable label is written by its id.
 
     Returns:
-        The normalised text, e.g. ``( join ( reverse [ people , person , nationality ] ) [ Justin Bieber ] )``.
+        The normalised text, e.g.
+        ``( join ( reverse [ people , person , nationality ] ) [ Justin Bieber ] )``.
 
     Raises:
         SExprError: When ``expr`` is not a valid S-expression.
+
     """
     node = parse_sexpr(expr) if isinstance(expr, str) else expr
     roles: dict[int, Role] = {id(atom): role for atom, role in atoms_with_roles(node)}
@@ -215,13 +224,21 @@ def _fold(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _token_set_ratio(a: str, b: str) -> float:
+def _ratio(a: str, b: str, floor: float = 0.0) -> float:
+    """:class:`difflib.SequenceMatcher` ratio, or 0.0 early when it cannot reach ``floor``."""
+    matcher = difflib.SequenceMatcher(None, a, b)
+    if floor and (matcher.real_quick_ratio() < floor or matcher.quick_ratio() < floor):
+        return 0.0
+    return matcher.ratio()
+
+
+def _token_set_ratio(a: str, b: str, floor: float = 0.0) -> float:
     """Similarity of two word sets: shared words first, then each side's own words, sorted."""
     ta, tb = set(a.split()), set(b.split())
     shared = " ".join(sorted(ta & tb))
     sa = (shared + " " + " ".join(sorted(ta - tb))).strip()
     sb = (shared + " " + " ".join(sorted(tb - ta))).strip()
-    return difflib.SequenceMatcher(None, sa, sb).ratio()
+    return _ratio(sa, sb, floor)
 
 
 def label_similarity(a: str, b: str) -> float:
@@ -233,7 +250,7 @@ def label_similarity(a: str, b: str) -> float:
     fa, fb = _fold(a), _fold(b)
     if fa == fb:
         return 1.0
-    return max(difflib.SequenceMatcher(None, fa, fb).ratio(), _token_set_ratio(fa, fb))
+    return max(_ratio(fa, fb), _token_set_ratio(fa, fb))
 
 
 class _EntityIndex:
@@ -271,9 +288,7 @@ class _EntityIndex:
             return list(self.folded[folded])
         scored: list[tuple[float, int, str]] = []
         for order, (key, ids) in enumerate(self.folded.items()):
-            matcher = difflib.SequenceMatcher(None, folded, key)
-            score = matcher.ratio() if matcher.real_quick_ratio() >= threshold else 0.0
-            score = max(score, _token_set_ratio(folded, key))
+            score = max(_ratio(folded, key, threshold), _token_set_ratio(folded, key, threshold))
             if score >= threshold:
                 scored.extend((-score, order, ent) for ent in ids)
         ids_out: list[str] = []
@@ -487,6 +502,7 @@ def denormalize_all(
 
     Raises:
         SExprError: When the text is malformed or a label matches no entity.
+
     """
     reader = _read(text)
     options = _resolve_all(reader, label_to_ids, candidates, fuzzy_threshold)
@@ -525,6 +541,7 @@ def denormalize_sexpr(
 
     Raises:
         SExprError: When the text is malformed or a label matches no entity.
+
     """
     reader = _read(text)
     options = _resolve_all(reader, label_to_ids, candidates, fuzzy_threshold)

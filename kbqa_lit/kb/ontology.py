@@ -1,6 +1,6 @@
 """The Freebase schema: relation domains and ranges, reverse relations, class hierarchy.
 
-Read from the schema files GrailQA distributes (``/work/shared/data/ontology`` in this project):
+Read from the schema files GrailQA distributes (``../shared/data/ontology`` next to this project):
 
 - ``fb_roles``: ``domain_class relation range_class`` per line;
 - ``fb_types``: ``class meta.subclassOf superclass`` per line, optionally ending in `` .``;
@@ -70,7 +70,9 @@ def _read_roles(path: Path) -> list[tuple[str, str, str]]:
             d1, r1, glued, r2, g2 = fields
             split = _split_glued(glued, lambda _g1, d2, r2=r2: r2.startswith(d2 + "."))
             if split is None:
-                raise DataFormatError(path, lineno, f"expected 'domain relation range', got {len(fields)} fields")
+                raise DataFormatError(
+                    path, lineno, f"expected 'domain relation range', got {len(fields)} fields"
+                )
             _check_ids(path, lineno, (d1, r1, r2, g2))
             records += [(d1, r1, split[0]), (split[1], r2, g2)]
             continue
@@ -95,9 +97,9 @@ def _read_types(path: Path, known_classes: set[str]) -> list[tuple[str, str]]:
             raise DataFormatError(path, lineno, f"expected 'class {SUBCLASS_OF} superclass', got {line!r}")
     known = known_classes | {c for pair in records for c in pair}
     for lineno, fields in glued_lines:  # c1 meta.subclassOf s1[ .][ ]c2 meta.subclassOf s2[ .]
-        second = fields.index(SUBCLASS_OF, 2)
+        first, second = (i for i, f in enumerate(fields) if f == SUBCLASS_OF)
         split: tuple[str, str] | None = None
-        if fields[1] == SUBCLASS_OF and second >= 3 and fields[second + 2 :] in ([], ["."]):
+        if first == 1 and 3 <= second < len(fields) - 1 and fields[second + 2 :] in ([], ["."]):
             middle = [f for f in fields[2 : second - 1] if f != "."]
             glued = fields[second - 1].removeprefix(".")
             if len(middle) == 1 and glued:  # the records are apart; only the newline is missing
@@ -105,7 +107,9 @@ def _read_types(path: Path, known_classes: set[str]) -> list[tuple[str, str]]:
             elif not middle:
                 split = _split_glued(glued, lambda s1, c2: s1 in known and c2 in known)
         if split is None:
-            raise DataFormatError(path, lineno, f"expected 'class {SUBCLASS_OF} superclass', got {' '.join(fields)!r}")
+            raise DataFormatError(
+                path, lineno, f"expected 'class {SUBCLASS_OF} superclass', got {' '.join(fields)!r}"
+            )
         pairs = [(fields[0], split[0]), (split[1], fields[second + 1])]
         for pair in pairs:
             _check_ids(path, lineno, pair)
@@ -136,6 +140,7 @@ class Ontology:
         ranges: Relation → range class.
         reverses: Relation → its reverse relation (both directions present).
         parents: Class → direct superclasses, in file order.
+
     """
 
     domains: dict[str, str] = field(default_factory=dict)
@@ -150,6 +155,7 @@ class Ontology:
 
         Raises:
             DataFormatError: When a file is missing or a line is malformed (file and line named).
+
         """
         root = Path(directory)
         onto = cls()
@@ -179,15 +185,15 @@ class Ontology:
         return frozenset(self.domains)
 
     def domain(self, relation: str) -> str | None:
-        """The class a relation starts from (``people.person.nationality`` → ``people.person``)."""
+        """Return the class a relation starts from (``people.person.nationality`` → ``people.person``)."""
         return self.domains.get(relation)
 
     def range(self, relation: str) -> str | None:
-        """The class (or literal type such as ``type.datetime``) a relation leads to."""
+        """Return the class (or literal type such as ``type.datetime``) a relation leads to."""
         return self.ranges.get(relation)
 
     def reverse(self, relation: str) -> str | None:
-        """The relation that links the same pairs the other way, if Freebase has one."""
+        """Return the relation that links the same pairs the other way, if Freebase has one."""
         return self.reverses.get(relation)
 
     def relations_of_class(self, cls: str) -> tuple[str, ...]:

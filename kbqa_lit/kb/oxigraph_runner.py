@@ -65,6 +65,7 @@ def run_query(store: Any, sparql: str) -> dict[str, Any]:
 
     Returns:
         A result dict (see the module docstring); never raises for a bad query.
+
     """
     import pyoxigraph
 
@@ -92,7 +93,9 @@ def run_query(store: Any, sparql: str) -> dict[str, Any]:
     return {"answers": answers, "ok": True, "error": None, "kind": "ok"}
 
 
-def _kill(proc: subprocess.Popen[bytes]) -> None:
+def _kill(proc: subprocess.Popen[bytes], owner: int) -> None:
+    if os.getpid() != owner:  # a forked child must not kill its parent's worker
+        return
     if proc.poll() is None:
         proc.kill()
     for stream in (proc.stdin, proc.stdout):
@@ -112,11 +115,13 @@ class _WorkerDied(Exception):
 
 
 class ProcessRunner:
-    """Queries in a killable worker process (one query at a time; thread-safe).
+    """Queries in a killable worker process (one query at a time; thread-safe; fork-safe: a forked
+    child starts its own worker instead of sharing its parent's pipes).
 
     Args:
         path: The store directory.
         startup_timeout: Seconds a new worker may take to open the store.
+
     """
 
     def __init__(self, path: Path, startup_timeout: float = 120.0) -> None:
@@ -128,6 +133,7 @@ class ProcessRunner:
         self._finalizer: weakref.finalize | None = None
         self._ready = False
         self._buf = bytearray()
+        self._owner = os.getpid()
 
     def _spawn(self) -> None:
         import kbqa_lit
@@ -141,7 +147,8 @@ class ProcessRunner:
             stdout=subprocess.PIPE,
             env=env,
         )
-        self._finalizer = weakref.finalize(self, _kill, self._proc)
+        self._owner = os.getpid()
+        self._finalizer = weakref.finalize(self, _kill, self._proc, self._owner)
         self._ready = False
         self._buf = bytearray()
 
@@ -193,6 +200,7 @@ class ProcessRunner:
 
         Raises:
             StoreError: When the store cannot be opened.
+
         """
         with self._lock:
             self._handshake()
@@ -200,6 +208,11 @@ class ProcessRunner:
     def run(self, sparql: str, timeout: float) -> dict[str, Any]:
         """Execute one query, giving up (and restarting the worker) after ``timeout`` seconds."""
         with self._lock:
+            if self._owner != os.getpid():  # forked: the inherited worker belongs to the parent
+                if self._finalizer is not None:
+                    self._finalizer.detach()
+                self._proc, self._finalizer, self._ready = None, None, False
+                self._owner = os.getpid()
             if not self._ready or self._proc is None or self._proc.poll() is not None:
                 try:
                     self._handshake()
@@ -241,6 +254,7 @@ class ThreadRunner:
 
     Attributes:
         abandoned: How many timed-out queries were left running.
+
     """
 
     def __init__(self, path: Path) -> None:
@@ -253,6 +267,7 @@ class ThreadRunner:
 
         Raises:
             StoreError: When the store cannot be opened.
+
         """
         import pyoxigraph
 

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
 import re
 import sqlite3
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +64,7 @@ def update_keyword(sparql: str) -> str | None:
 
     Returns:
         The upper-cased keyword (``"INSERT"``, ``"DROP"``, ``"WITH"``...) or ``None``.
+
     """
     first = True
     for m in _TOKEN_RE.finditer(sparql):
@@ -88,6 +89,7 @@ class ExecutionResult:
         error: Why it did not (``None`` when ok).
         elapsed: Wall-clock seconds spent in :meth:`KnowledgeBase.execute`.
         cached: Whether the result came from a cache.
+
     """
 
     answers: list[str] = field(default_factory=list)
@@ -110,6 +112,7 @@ class _CachingStore:
     """The parts every store shares: update refusal, the two caches, counters, never raising."""
 
     identity: str = ""
+    _args: dict[str, Any]
 
     def _init_cache(self, cache_size: int, disk_cache: ExecutionCache | None) -> None:
         self._memory = LRUCache(cache_size)
@@ -131,6 +134,7 @@ class _CachingStore:
 
         Returns:
             The answers of the first projected variable (see the module docstring).
+
         """
         start = time.perf_counter()
         try:
@@ -189,6 +193,12 @@ class _CachingStore:
     def close(self) -> None:
         """Release the store's resources."""
 
+    def __getstate__(self) -> dict[str, Any]:  # pickles as its constructor arguments
+        return dict(self._args)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
     def __enter__(self) -> _CachingStore:
         return self
 
@@ -214,8 +224,8 @@ class OxigraphStore(_CachingStore):
     evaluation of one solution — e.g. a cross product rejected by a ``FILTER``, or a ``COUNT`` —
     is a single uninterruptible call). Two isolation modes bound the caller's wait anyway:
 
-    - ``"process"`` (default): queries run in a worker process that holds its own read-only
-      handle; on timeout the worker is killed (its CPU and memory are really freed) and a new
+    - ``"process"`` (the default on POSIX): queries run in a worker process that holds its own
+      read-only handle; on timeout the worker is killed (its CPU and memory are really freed) and a new
       one is started. Costs ≈ 0.15 ms of pipe round trip per query and ≈ 0.1 s to start a
       worker after each timeout. ``workers`` processes serve concurrent callers (threads);
       with one worker the queries of one store run one at a time.
@@ -229,12 +239,13 @@ class OxigraphStore(_CachingStore):
         timeout: Seconds a query may run before it is given up (``ok=False``, ``error`` says timeout).
         cache_size: Capacity of the in-memory LRU cache (``0`` disables it).
         disk_cache: An optional shared on-disk cache.
-        isolation: ``"process"`` or ``"thread"`` (see above).
+        isolation: ``"process"``, ``"thread"`` or ``"auto"`` (process on POSIX, else thread).
         startup_timeout: Seconds allowed for a worker process to open the store.
         workers: Worker processes (``"process"`` isolation) serving concurrent callers.
 
     Raises:
         StoreError: When the directory is missing or is not an Oxigraph store.
+
     """
 
     def __init__(
@@ -243,10 +254,11 @@ class OxigraphStore(_CachingStore):
         timeout: float = 10.0,
         cache_size: int = 100_000,
         disk_cache: ExecutionCache | None = None,
-        isolation: str = "process",
+        isolation: str = "auto",
         startup_timeout: float = 120.0,
         workers: int = 1,
     ) -> None:
+        self._args = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         path = Path(path).expanduser()
         if not path.is_dir():
             what = "is not a directory" if path.exists() else "does not exist"
@@ -256,26 +268,24 @@ class OxigraphStore(_CachingStore):
             )
         if not any(path.iterdir()):
             raise StoreError(f"no knowledge-base store at {path}: the directory is empty")
+        if isolation == "auto":
+            isolation = "process" if os.name == "posix" else "thread"
         if isolation not in ("process", "thread"):
-            raise ValueError(f"isolation must be 'process' or 'thread', not {isolation!r}")
+            raise ValueError(f"isolation must be 'auto', 'process' or 'thread', not {isolation!r}")
         self.path = path.resolve()
         self.timeout = float(timeout)
         self.isolation = isolation
-        self._args = dict(
-            path=str(self.path),
-            timeout=timeout,
-            cache_size=cache_size,
-            disk_cache=disk_cache,
-            isolation=isolation,
-            startup_timeout=startup_timeout,
-            workers=workers,
-        )
+        self._args["path"] = str(self.path)
         self.identity = _store_identity(self.path)
         self._init_cache(cache_size, disk_cache)
         self.workers = max(1, int(workers))
         self._runners: queue.LifoQueue[ProcessRunner | ThreadRunner] = queue.LifoQueue()
         for _ in range(self.workers if isolation == "process" else 1):
-            runner = ProcessRunner(self.path, startup_timeout) if isolation == "process" else ThreadRunner(self.path)
+            runner = (
+                ProcessRunner(self.path, startup_timeout)
+                if isolation == "process"
+                else ThreadRunner(self.path)
+            )
             self._runners.put(runner)
         for runner in list(self._runners.queue):
             runner.start()
@@ -295,6 +305,7 @@ class OxigraphStore(_CachingStore):
 
         Returns:
             The opened store; its ``build_stats`` attribute holds the loader's statistics.
+
         """
         from kbqa_lit.kb.loaders import build_store
 
@@ -318,12 +329,6 @@ class OxigraphStore(_CachingStore):
         """Stop the worker processes (a later query starts a new one)."""
         for runner in list(self._runners.queue):
             runner.close()
-
-    def __getstate__(self) -> dict[str, Any]:
-        return dict(self._args)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(**state)  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return f"OxigraphStore({str(self.path)!r}, timeout={self.timeout:g}, isolation={self.isolation!r})"
@@ -368,6 +373,7 @@ class EndpointStore(_CachingStore):
 
     Raises:
         StoreError: When ``url`` is not an http(s) URL.
+
     """
 
     def __init__(
@@ -382,6 +388,7 @@ class EndpointStore(_CachingStore):
         params: dict[str, str] | None = None,
         agent: str = "kbqa_lit",
     ) -> None:
+        self._args = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         if not re.match(r"^https?://[^\s/]+", url, re.IGNORECASE):
             raise StoreError(f"not an http(s) SPARQL endpoint URL: {url!r}")
         if method.upper() not in ("GET", "POST"):
@@ -393,17 +400,12 @@ class EndpointStore(_CachingStore):
         self.method = method.upper()
         self.params = dict(params or {})
         self.agent = agent
-        self._args = dict(
-            url=url, timeout=timeout, retries=retries, backoff=backoff, disk_cache=disk_cache,
-            cache_size=cache_size, method=method, params=params, agent=agent,
-        )  # fmt: skip
         self.identity = f"sparql:{url}"
         self._init_cache(cache_size, disk_cache)
 
     def _attempt(self, sparql: str) -> tuple[str, Any]:
         """One HTTP request; return ``(outcome, payload)``, outcome in ok/bad/retry/timeout/fail."""
         import http.client
-        import socket
         import urllib.error
 
         from SPARQLWrapper import GET, JSON, POST, SPARQLWrapper
@@ -437,7 +439,7 @@ class EndpointStore(_CachingStore):
             return outcome, f"HTTP {exc.code} {exc.reason} from {self.url}"
         except urllib.error.URLError as exc:
             return "retry", f"cannot connect to {self.url}: {exc.reason}"
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             return "timeout", f"timeout: no answer from {self.url} within {self.timeout:g} s"
         except (ConnectionError, http.client.HTTPException) as exc:
             return "retry", f"connection to {self.url} failed: {type(exc).__name__}: {exc}"
@@ -477,6 +479,7 @@ class EndpointStore(_CachingStore):
 
         Raises:
             EndpointUnreachableError: Naming the URL, when it does not answer after the retries.
+
         """
         start = time.perf_counter()
         outcome, payload, attempts = self._request("ASK {}")
@@ -485,12 +488,6 @@ class EndpointStore(_CachingStore):
         raise EndpointUnreachableError(
             f"SPARQL endpoint {self.url} is unreachable ({attempts} attempt(s)): {payload}"
         )
-
-    def __getstate__(self) -> dict[str, Any]:
-        return dict(self._args)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(**state)  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return f"EndpointStore({self.url!r}, timeout={self.timeout:g})"
@@ -530,6 +527,7 @@ def open_store(spec: str | Path, **kwargs: Any) -> OxigraphStore | EndpointStore
 
     Raises:
         StoreError: When the directory does not exist or is not a store.
+
     """
     text = str(spec)
     if re.match(r"^https?://", text, re.IGNORECASE):

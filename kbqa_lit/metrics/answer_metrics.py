@@ -41,6 +41,8 @@ class AnswerMetrics(Metric):
     Args:
         ordered: Whether predictions are ranked lists (``hit1`` = first answer is gold) rather
             than unordered sets (``hit1`` = random-pick expectation ``|P ∩ G| / |P|``).
+        prefix: Prepended to every key of :meth:`compute` (e.g. ``"val/"`` gives ``val/f1``, the
+            stage-prefixed names the project logs).
         **kwargs: Passed to :class:`torchmetrics.Metric` (e.g. ``sync_on_compute``).
 
     Example:
@@ -66,9 +68,10 @@ class AnswerMetrics(Metric):
     em_count: torch.Tensor
     n: torch.Tensor
 
-    def __init__(self, ordered: bool = False, **kwargs: Any) -> None:
+    def __init__(self, ordered: bool = False, prefix: str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.ordered = ordered
+        self.prefix = prefix
         for name in _STATE.values():
             self.add_state(name, default=torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
 
@@ -137,6 +140,6 @@ class AnswerMetrics(Metric):
         """
         sums = {key: float(getattr(self, state)) for key, state in _STATE.items()}
         return {
-            key: torch.tensor(value, dtype=torch.float64, device=self.n.device)
+            f"{self.prefix}{key}": torch.tensor(value, dtype=torch.float64, device=self.n.device)
             for key, value in mean_scores(sums).items()
         }

@@ -18,11 +18,12 @@
   Predictions for qids not in the gold file are counted as ``unknown`` and not scored.
 - ``hit1`` is the random-pick expectation ``|P ∩ G| / |P|`` of the unordered answer set, or with
   ``--ranked`` whether the first listed answer is gold; ``hit1_any``: any predicted answer is gold.
-- ``em`` (logical-form exact match, :func:`kbqa_lit.metrics.lf_match.logical_form_em`) is reported
-  when predictions carry ``s_expression`` and gold has S-expressions: it is averaged over the gold
-  questions that have one (matching any parse's S-expression counts); a prediction without one
-  scores 0. ``executable`` (share of gold questions whose prediction says ``"executable": true``)
-  is reported when any prediction carries the field.
+- ``em`` (logical-form exact match, :func:`kbqa_lit.metrics.lf_match.logical_form_em`) is
+  reported when some prediction has a non-null ``s_expression`` and gold has S-expressions: it is
+  averaged over the gold questions that have one (matching any parse's S-expression counts); a
+  prediction without one scores 0.
+- ``executable`` (share of gold questions whose prediction says ``"executable": true``) is
+  reported when any prediction carries the field.
 """
 
 from __future__ import annotations
@@ -210,7 +211,7 @@ def _read_preds(
             keys = [_pred_answer(a, by_name) for a in answers]
         except ValueError as exc:
             raise DataFormatError(path, lineno, str(exc)) from None
-        any_lf = any_lf or "s_expression" in obj
+        any_lf = any_lf or sexpr is not None
         any_exec = any_exec or executable is not None
         if g is None:
             unknown += 1

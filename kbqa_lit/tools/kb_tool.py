@@ -44,6 +44,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         UserInputError: When an input file does not exist.
         StoreError: When the store directory exists and ``--overwrite`` is not given.
         DataFormatError: For a malformed line in an input file.
+
     """
     from kbqa_lit.kb.loaders import build_store
 
@@ -67,6 +68,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     Raises:
         UserInputError: When ``@file`` does not exist or the query is empty.
         StoreError: When the store directory does not exist.
+
     """
     from kbqa_lit.kb.store import open_store
 
@@ -82,7 +84,12 @@ def cmd_query(args: argparse.Namespace) -> int:
     finally:
         store.close()
     print_json(
-        {"ok": result.ok, "answers": result.answers, "error": result.error, "elapsed": round(result.elapsed, 6)}
+        {
+            "ok": result.ok,
+            "answers": result.answers,
+            "error": result.error,
+            "elapsed": round(result.elapsed, 6),
+        }
     )
     return 0 if result.ok else 1
 
@@ -92,6 +99,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     Args:
         subparsers: The ``kbqa`` parser's subparsers.
+
     """
     kb = subparsers.add_parser(
         "kb",
@@ -124,7 +132,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run one SPARQL SELECT/ASK query; prints JSON {ok, answers, error, elapsed}; "
         "exit status 1 when the query failed.",
     )
-    query.add_argument("--store", required=True, help="an Oxigraph store directory or an http(s) SPARQL endpoint URL")
+    query.add_argument(
+        "--store", required=True, help="an Oxigraph store directory or an http(s) SPARQL endpoint URL"
+    )
     query.add_argument("--timeout", type=_positive, default=None, help="seconds before the query is given up")
     query.add_argument("query", metavar="QUERY", help="SPARQL text, or @FILE to read it from a file")
     query.set_defaults(func=cmd_query)

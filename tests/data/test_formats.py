@@ -83,7 +83,7 @@ def test_webqsp_sexpr_variant():
     assert first.qid == "WebQTrn-0"
     assert first.s_expression.startswith("(AND (JOIN people.person.gender m.05zppz)")
     assert first.topic_entities == {"m.06w2sn5": "Justin Bieber"}
-    assert first.meta["mid2name"]["m.05zppz"] == "Male"
+    assert first.meta["entity_labels"]["m.05zppz"] == "Male" and first.entity_labels()["m.05zppz"] == "Male"
     assert "Justin Bieber" in first.meta["s_expression_with_names"]
     assert all(ex.answers == [] for ex in examples)
 

@@ -37,8 +37,8 @@ def test_lru_evicts_least_recently_used() -> None:
 def test_roundtrip_keyed_by_store_and_query(tmp_path: Path) -> None:
     cache = ExecutionCache(tmp_path / "c.sqlite")
     assert cache.get("kb1", QUERY) is None
-    assert cache.put("kb1", QUERY, ExecutionResult(["m.x", "naïve \"quoted\"\n"], True, None, 0.1))
-    assert cache.get("kb1", QUERY) == (["m.x", "naïve \"quoted\"\n"], True, None)
+    assert cache.put("kb1", QUERY, ExecutionResult(["m.x", 'naïve "quoted"\n'], True, None, 0.1))
+    assert cache.get("kb1", QUERY) == (["m.x", 'naïve "quoted"\n'], True, None)
     assert cache.get("kb2", QUERY) is None and cache.get("kb1", QUERY + " ") is None
     assert (cache.hits, cache.misses) == (1, 3)
     assert len(cache) == 1

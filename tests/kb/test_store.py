@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import pickle
 import signal
@@ -11,6 +12,7 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pyoxigraph
@@ -99,7 +101,7 @@ def test_ask(store: OxigraphStore) -> None:
 
 
 def test_bad_queries_never_raise(store: OxigraphStore) -> None:
-    bad = store.execute(f"SELECT ?x WHERE {{ ?x ns:film.film.directed_by ?y }}")
+    bad = store.execute("SELECT ?x WHERE { ?x ns:film.film.directed_by ?y }")
     assert not bad.ok and bad.answers == [] and "syntax" in bad.error.lower()
     construct = store.execute("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }")
     assert not construct.ok and "SELECT and ASK" in construct.error
@@ -180,6 +182,27 @@ def test_several_workers_serve_threads(store_dir: Path) -> None:
         for t in threads:
             t.join()
         assert [r.answers for r in results] == [["m.d1", "m.d2"]] * 6
+
+
+def _query_in_child(s: OxigraphStore, conn: Any) -> None:
+    conn.send((s.execute(DIRECTORS).answers, s._runners.queue[0]._proc.pid))
+    conn.close()
+
+
+def test_forked_child_gets_its_own_worker(store_dir: Path) -> None:
+    with OxigraphStore(store_dir, cache_size=0) as s:
+        assert s.execute(DIRECTORS).ok
+        parent_worker = s._runners.queue[0]._proc.pid
+        ctx = multiprocessing.get_context("fork")
+        receiver, sender = ctx.Pipe()
+        child = ctx.Process(target=_query_in_child, args=(s, sender))  # inherited, not pickled
+        child.start()
+        answers, child_worker = receiver.recv()
+        child.join(10)
+        assert answers == ["m.d1", "m.d2"] and child_worker != parent_worker
+        assert s._runners.queue[0]._proc.pid == parent_worker  # the child neither used nor killed it
+        assert s._runners.queue[0]._proc.poll() is None
+        assert s.execute(DIRECTORS).answers == ["m.d1", "m.d2"]
 
 
 # -- caches, opening ------------------------------------------------------------------------
@@ -305,7 +328,9 @@ def test_endpoint_select_ask_and_cache(endpoint: tuple[ThreadingHTTPServer, str]
     s = EndpointStore(url, timeout=5, method=method)
     assert s.execute(DIRECTORS).answers == ["m.d1", "m.d2"]
     assert s.execute(DIRECTORS).cached and len(server.requests) == 1
-    assert s.execute(f"SELECT ?n WHERE {{ <{NS}m.a> <{NS}type.object.name> ?n }}").answers == ['Alpha "A" film']
+    assert s.execute(f"SELECT ?n WHERE {{ <{NS}m.a> <{NS}type.object.name> ?n }}").answers == [
+        'Alpha "A" film'
+    ]
     assert s.execute(f"ASK {{ <{NS}m.b> ?p ?o }}").answers == ["true"]
     assert s.ping() < 5
 

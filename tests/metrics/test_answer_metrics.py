@@ -98,6 +98,14 @@ def test_ordered_hit1() -> None:
     assert float(unordered.compute()["hit1"]) == 0.5
 
 
+def test_prefix() -> None:
+    m = AnswerMetrics(prefix="val/")
+    m.update([["m.1"]], [["m.1"]], em=[1.0])
+    assert _as_floats(m.compute()) == {
+        f"val/{k}": 1.0 for k in ("f1", "precision", "recall", "hit1", "hit1_any", "accuracy", "em")
+    } | {"val/executable": 0.0}
+
+
 def test_bad_input() -> None:
     m = AnswerMetrics()
     with pytest.raises(ValueError):

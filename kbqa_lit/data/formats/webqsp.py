@@ -14,7 +14,7 @@ official ``{"Version": ..., "Questions": [...]}`` document:
   ``AnswerArgument``).
 - **S-expression variant** (``SExpr`` present, no ``Parses``): ``QuestionId``, ``question``,
   ``SExpr`` (``"null"`` → ``None``), ``SExpr_w_name``, ``TopicEntityMid``, ``mid2name``. It has no
-  answers; ``meta["mid2name"]`` and ``meta["s_expression_with_names"]`` keep the rest.
+  answers; ``meta["entity_labels"]`` (the ``mid2name`` map) and ``meta["s_expression_with_names"]`` keep the rest.
 - **answer-name variant** (``answer`` present): ``QuestionId``, ``RawQuestion``, ``answer``
   (a list of names), ``topic_entity`` (``{mid: name}``). The answers are known by name only, so
   each becomes ``Answer(id=name, name=name, kind="entity")`` and ``meta["answers_by_name"]`` is
@@ -149,7 +149,7 @@ def _sexpr_variant(record: Mapping[str, Any], path: Path, where: Where) -> KBQAE
         topic_entities=topics,
         s_expression=sexpr,
         meta=_meta(
-            mid2name={str(k): str(v) for k, v in mid2name.items()},
+            entity_labels={str(k): str(v) for k, v in mid2name.items()},
             s_expression_with_names=with_names,
         ),
     )

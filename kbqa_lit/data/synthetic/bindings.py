@@ -115,17 +115,20 @@ def with_set(cls: str, members: SetFn, min_size: int = 1, max_size: int = 20) ->
     return bind
 
 
-def cvt_pairs(cvt_cls: str, rel0: str, rel1: str, require: str | None = None) -> Binder:
-    """Pairs ``(e0, e1)`` linked through one CVT node by ``rel0`` and ``rel1`` (optionally with a ``require`` value)."""
+def linked_pairs(cls: str, rel0: str, rel1: str, require: str | None = None) -> Binder:
+    """Pairs ``(e0, e1)`` that one node of ``cls`` (often a CVT) links by ``rel0`` and ``rel1``.
+
+    With ``require``, only nodes that have a value of that relation count.
+    """
 
     def bind(world: World, rng: random.Random) -> list[Binding]:
         seen: set[tuple[str, str]] = set()
         found = []
-        for cvt in world.instances(cvt_cls):
-            if require is not None and not world.objects(cvt, require):
+        for node in world.instances(cls):
+            if require is not None and not world.objects(node, require):
                 continue
-            for a in world.entity_objects(cvt, rel0):
-                for b in world.entity_objects(cvt, rel1):
+            for a in world.entity_objects(node, rel0):
+                for b in world.entity_objects(node, rel1):
                     if (a, b) not in seen:
                         seen.add((a, b))
                         found.append(Binding((a, b)))
@@ -214,14 +217,13 @@ def roster_years(current_year: int) -> Binder:
 
 
 def current_players() -> Binder:
-    """Athletes with an open roster stint (no ``to`` year) and at least one closed one."""
+    """Athletes with an open roster stint (no ``to`` year: still on the team); token ``NOW``."""
 
     def bind(world: World, rng: random.Random) -> list[Binding]:
         found = []
         for athlete in world.instances("sports.pro_athlete"):
             stints = world.subjects(athlete, "sports.sports_team_roster.player")
-            open_ = [s for s in stints if world.value(s, "sports.sports_team_roster.to") is None]
-            if open_ and len(stints) > len(open_):
+            if any(world.value(s, "sports.sports_team_roster.to") is None for s in stints):
                 found.append(Binding((athlete,), "NOW", "now"))
         return found
 

@@ -202,9 +202,9 @@ def _sports(world: World, names: nm.NameMaker, spec: SizeSpec, people: list[str]
     for athlete in athletes:
         world.add_class(athlete, "sports.pro_athlete")
         pool = teams_by_sport[rng.choice(played)]
-        year = rng.randint(1985, CURRENT_YEAR - 2)
+        year = rng.randint(1988, CURRENT_YEAR - 2)
         previous = None
-        for _ in range(_count_between(rng, 1, 3)):
+        for _ in range(_count_between(rng, 1, 4)):
             choices = [t for t in pool if t != previous]
             if not choices or year > CURRENT_YEAR:
                 break
@@ -214,8 +214,9 @@ def _sports(world: World, names: nm.NameMaker, spec: SizeSpec, people: list[str]
             world.add(stint, "sports.sports_team_roster.team", team)
             world.add(stint, "sports.sports_team_roster.player", athlete)
             world.add(stint, "sports.sports_team_roster.from", Lit(str(year), YEAR))
-            if end <= CURRENT_YEAR:
-                world.add(stint, "sports.sports_team_roster.to", Lit(str(end), YEAR))
+            if end >= CURRENT_YEAR:  # still on the team: no end year
+                break
+            world.add(stint, "sports.sports_team_roster.to", Lit(str(end), YEAR))
             previous, year = team, end + rng.randint(0, 1)
 
 

@@ -1,0 +1,69 @@
+"""``kbqa fit|validate|test|predict``: LightningCLI on YAML configs, in subclass mode.
+
+The YAML picks the LightningModule (``model.class_path``) and the LightningDataModule
+(``data.class_path``); facts that only the data knows — the tokenizer, built or trained when the
+datamodule is instantiated — are passed to the model with ``link_arguments``. The resolved config
+is saved next to each run (``config.yaml`` in the log directory) and, when the logger is W&B (or
+any logger), logged as the run's hyper-parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from lightning.pytorch import LightningModule, Trainer
+from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
+from lightning.pytorch.loggers import Logger
+
+
+class LoggerSaveConfigCallback(SaveConfigCallback):
+    """Save the resolved config in the log directory and log it to the run's logger (e.g. W&B)."""
+
+    def save_config(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        """Log the resolved config as hyper-parameters of every logger (rank zero only)."""
+        config = self.parser.dump(self.config, skip_none=False, format="yaml")
+        for logger in trainer.loggers:
+            if isinstance(logger, Logger):
+                logger.log_hyperparams({"config_yaml": config, "stage": stage})
+
+
+class KBQALightningCLI(LightningCLI):
+    """LightningCLI with the links between kbqa_lit's datamodules and modules."""
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        """Link the datamodule's tokenizer to the model (models built from a tokenizer take it)."""
+        parser.link_arguments("data.tokenizer", "model.init_args.tokenizer", apply_on="instantiate")
+
+
+def build_cli(args: Sequence[str] | None = None, run: bool = True, **kwargs: Any) -> KBQALightningCLI:
+    """Build (and by default run) the kbqa LightningCLI.
+
+    Args:
+        args: Command-line arguments, starting with the subcommand (``["fit", "--config", ...]``);
+            ``None`` reads ``sys.argv``.
+        run: Whether to run the subcommand (``False`` only instantiates, for tests).
+        **kwargs: Passed to :class:`KBQALightningCLI` (e.g. ``trainer_defaults``).
+
+    Returns:
+        The CLI object (``cli.trainer``, ``cli.model``, ``cli.datamodule``).
+    """
+    if not run and args is not None and args and args[0] in ("fit", "validate", "test", "predict"):
+        args = list(args[1:])
+    return KBQALightningCLI(
+        model_class=LightningModule,
+        datamodule_class=None,
+        subclass_mode_model=True,
+        subclass_mode_data=True,
+        save_config_callback=LoggerSaveConfigCallback,
+        save_config_kwargs={"overwrite": True},
+        parser_kwargs={"prog": "kbqa", "default_env": False},
+        args=list(args) if args is not None else None,
+        run=run,
+        **kwargs,
+    )
+
+
+def run_lightning_cli(args: Sequence[str]) -> None:
+    """Run ``kbqa fit|validate|test|predict ...`` (the ``kbqa`` entry calls this)."""
+    build_cli(args, run=True)
