@@ -123,7 +123,8 @@ def main() -> None:
         stats = build_store(Path(tmp) / "store", [DATA / "kb.txt"], "metaqa")
         print(f"Oxigraph on-disk build from kb.txt: {stats['triples']} triples in {stats['seconds']:.2f} s")
         nt_stats = build_store(Path(tmp) / "store_nt", [nt], "nt")
-        print(f"Oxigraph on-disk bulk load of that .nt: {nt_stats['triples']} triples, {nt_stats['seconds']:.2f} s")
+        n_nt, sec_nt = nt_stats["triples"], nt_stats["seconds"]
+        print(f"Oxigraph on-disk bulk load of that .nt: {n_nt} triples in {sec_nt:.2f} s")
         raw = pyoxigraph.Store.read_only(str(Path(tmp) / "store"))
         wrapped = OxigraphStore(Path(tmp) / "store", timeout=30, cache_size=0)
 

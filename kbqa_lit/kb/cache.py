@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from kbqa_lit.kb.store import ExecutionResult
 
 T = TypeVar("T")
-V = TypeVar("V")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (

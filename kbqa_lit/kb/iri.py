@@ -20,7 +20,7 @@ ALIAS_RELATION = "common.topic.alias"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
 ENTITY_RE = re.compile(r"^[mg]\.[A-Za-z0-9_]+$")
-SCHEMA_ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)+$")
+SCHEMA_ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_][A-Za-z0-9_-]*)+$")
 
 #: Relation id prefix of each dataset with a bare-name KB.
 DATASET_RELATION_PREFIX = {"metaqa": "metaqa.movie", "pathquestion": "pathquestion.relation"}

@@ -115,8 +115,9 @@ class _WorkerDied(Exception):
 
 
 class ProcessRunner:
-    """Queries in a killable worker process (one query at a time; thread-safe; fork-safe: a forked
-    child starts its own worker instead of sharing its parent's pipes).
+    """Queries in a killable worker process (one query at a time; thread-safe).
+
+    Fork-safe: a forked child starts its own worker instead of sharing its parent's pipes.
 
     Args:
         path: The store directory.
@@ -278,6 +279,11 @@ class ThreadRunner:
 
     def run(self, sparql: str, timeout: float) -> dict[str, Any]:
         """Execute one query, returning a timeout result after ``timeout`` seconds."""
+        if self._store is None:  # closed: reopen
+            try:
+                self.start()
+            except StoreError as exc:
+                return _fail("crash", str(exc))
         box: dict[str, dict[str, Any]] = {}
         done = threading.Event()
 

@@ -49,7 +49,7 @@ AtomKind = Literal["entity", "literal", "schema"]
 Role = Literal["relation", "class", "entity", "literal"]
 
 ENTITY_RE = re.compile(r"^[mg]\.[A-Za-z0-9_]+$")
-SCHEMA_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)+$")
+SCHEMA_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_][A-Za-z0-9_-]*)+$")
 NUMBER_RE = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
 LANG_RE = re.compile(r"^[A-Za-z]+(?:-[A-Za-z0-9]+)*$")
 DATATYPE_RE = re.compile(r"^https?://[^\s<>\"{}|^`\\()]+$")

@@ -278,6 +278,7 @@ class OxigraphStore(_CachingStore):
         self._args["path"] = str(self.path)
         self.identity = _store_identity(self.path)
         self._init_cache(cache_size, disk_cache)
+        self.build_stats: dict[str, Any] | None = None
         self.workers = max(1, int(workers))
         self._runners: queue.LifoQueue[ProcessRunner | ThreadRunner] = queue.LifoQueue()
         for _ in range(self.workers if isolation == "process" else 1):
@@ -337,7 +338,7 @@ class OxigraphStore(_CachingStore):
 def _http_body(exc: BaseException) -> str:
     """Return the response body that SPARQLWrapper folded into an exception message."""
     text = str(exc)
-    head, sep, body = text.partition("Response:\n")
+    _, sep, body = text.partition("Response:\n")
     if not sep:
         return text
     body = body.strip()

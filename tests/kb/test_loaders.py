@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pyoxigraph
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kbqa_lit.errors import DataFormatError, StoreError, UserInputError
 from kbqa_lit.kb.iri import entity_id_for_name, relation_id_for
@@ -72,6 +74,17 @@ def test_awkward_literals_round_trip_through_a_store(tmp_path: Path) -> None:
     )
     store.load(nt.encode(), pyoxigraph.RdfFormat.N_TRIPLES)
     assert sorted(q.object.value for q in store) == sorted(AWKWARD)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=40), lang=st.sampled_from([None, "en", "fr-be"]))
+def test_any_text_survives_n_triples(text: str, lang: str | None) -> None:
+    line = f"<{NS}m.x> <{NS}type.object.name> {literal_nt(text, lang=lang)} .\n"
+    assert "\n" not in line[:-1] and "\r" not in line
+    store = pyoxigraph.Store()
+    store.load(line.encode("utf-8"), pyoxigraph.RdfFormat.N_TRIPLES)
+    (quad,) = list(store)
+    assert quad.object.value == text and quad.object.language == lang
 
 
 # -- the TSV format -------------------------------------------------------------------------

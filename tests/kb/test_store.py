@@ -247,6 +247,15 @@ def test_open_store_dispatch_and_errors(store_dir: Path, tmp_path: Path) -> None
         open_store("ftp://example.org/sparql")
 
 
+def test_build_classmethod_and_closed_thread_store_reopens(tmp_path: Path) -> None:
+    (tmp_path / "kb.txt").write_text("Up|directed_by|Pete Docter\n", encoding="utf-8")
+    s = OxigraphStore.build(tmp_path / "s", [tmp_path / "kb.txt"], "metaqa", isolation="thread")
+    assert s.build_stats is not None and s.build_stats["triples"] == 3
+    s.close()
+    assert s.execute("ASK { ?s ?p ?o }").answers == ["true"]
+    assert "#" in s.identity  # the build id makes a rebuilt store a different cache key
+
+
 def test_store_pickles(store_dir: Path) -> None:
     with OxigraphStore(store_dir, timeout=2.0) as s:
         clone = pickle.loads(pickle.dumps(s))

@@ -76,7 +76,11 @@ def artist_albums(world: World, artist: str) -> list[str]:
 
 def country_cities(world: World, country: str) -> list[str]:
     """Cities contained by ``country``."""
-    return [c for c in world.subjects(country, "location.location.containedby") if world.has_class(c, "location.city")]
+    return [
+        c
+        for c in world.subjects(country, "location.location.containedby")
+        if world.has_class(c, "location.city")
+    ]
 
 
 def person_universities(world: World, person: str) -> list[str]:
@@ -108,9 +112,7 @@ def with_set(cls: str, members: SetFn, min_size: int = 1, max_size: int = 20) ->
     """Entities of ``cls`` whose set ``members(world, e)`` has between ``min_size`` and ``max_size`` members."""
 
     def bind(world: World, rng: random.Random) -> list[Binding]:
-        return [
-            Binding((e,)) for e in world.instances(cls) if min_size <= len(members(world, e)) <= max_size
-        ]
+        return [Binding((e,)) for e in world.instances(cls) if min_size <= len(members(world, e)) <= max_size]
 
     return bind
 
@@ -184,7 +186,8 @@ def threshold(
             good = [
                 t
                 for t in candidates(values)
-                if any(v > t for v in values) and any(v < t for v in values)
+                if any(v > t for v in values)
+                and any(v < t for v in values)
                 and (sum(v > t for v in values) if keep_above else sum(v < t for v in values)) >= 1
             ]
             if good:

@@ -60,7 +60,8 @@ def _places(world: World, names: nm.NameMaker, spec: SizeSpec) -> list[str]:
         countries.append(world.add_entity(name, ["location.location", "location.country"], [alias]))
     n_languages = max(3, (len(countries) * 2) // 3)
     languages = [
-        world.add_entity(names.language(world.name(c)), ["language.human_language"]) for c in countries[:n_languages]
+        world.add_entity(names.language(world.name(c)), ["language.human_language"])
+        for c in countries[:n_languages]
     ]
     cities: list[str] = []
     for i, country in enumerate(countries):
@@ -119,7 +120,9 @@ def _films(
         if prequel is None:
             title = names.film()
         else:
-            title = names.unique("film", lambda p=prequel: f"{world.name(p)} {rng.choice(['II', 'Returns', 'Reborn'])}")
+            title = names.unique(
+                "film", lambda p=prequel: f"{world.name(p)} {rng.choice(['II', 'Returns', 'Reborn'])}"
+            )
         fid = world.add_entity(title, ["film.film"])
         director = rng.choice(directors)
         world.add_class(director, "film.director")
@@ -128,8 +131,11 @@ def _films(
         for genre in rng.sample(genres, 1 if rng.random() < 0.6 else 2):
             world.add(fid, "film.film.genre", genre)
         nationality = world.entity_objects(director, "people.person.nationality")[0]
-        world.add(fid, "film.film.country", nationality if rng.random() < 0.7 else world.rng.choice(
-            world.instances("location.country")))
+        world.add(
+            fid,
+            "film.film.country",
+            nationality if rng.random() < 0.7 else world.rng.choice(world.instances("location.country")),
+        )
         world.add(fid, "film.film.runtime_minutes", Lit(str(rng.randint(78, 196)), INT))
         cast = rng.sample(actors, _count_between(rng, 3, 6))
         roles: list[tuple[str, str]] = []
@@ -220,7 +226,9 @@ def _sports(world: World, names: nm.NameMaker, spec: SizeSpec, people: list[str]
             previous, year = team, end + rng.randint(0, 1)
 
 
-def _education(world: World, names: nm.NameMaker, spec: SizeSpec, people: list[str], cities: list[str]) -> None:
+def _education(
+    world: World, names: nm.NameMaker, spec: SizeSpec, people: list[str], cities: list[str]
+) -> None:
     rng = world.rng
     degrees = [world.add_entity(d, ["education.degree"]) for d in nm.DEGREES]
     universities = []

@@ -72,9 +72,26 @@ FILM_GENRES = (
     "Romance",
     "Action",
 )
-MUSIC_GENRES = ("Jazz", "Rock", "Folk", "Electronic", "Hip Hop", "Classical", "Blues", "Reggae", "Pop", "Metal")
+MUSIC_GENRES = (
+    "Jazz",
+    "Rock",
+    "Folk",
+    "Electronic",
+    "Hip Hop",
+    "Classical",
+    "Blues",
+    "Reggae",
+    "Pop",
+    "Metal",
+)
 SPORTS = ("Football", "Basketball", "Ice Hockey", "Baseball", "Rugby", "Volleyball")
-DEGREES = ("Bachelor of Arts", "Bachelor of Science", "Master of Science", "Master of Fine Arts", "Doctor of Philosophy")
+DEGREES = (
+    "Bachelor of Arts",
+    "Bachelor of Science",
+    "Master of Science",
+    "Master of Fine Arts",
+    "Doctor of Philosophy",
+)
 
 
 class NameMaker:

@@ -99,7 +99,12 @@ class QuestionMaker:
     """
 
     def __init__(
-        self, world: World, rng: random.Random, execute: Executor, max_answers: int = 20, max_intermediate: int = 30
+        self,
+        world: World,
+        rng: random.Random,
+        execute: Executor,
+        max_answers: int = 20,
+        max_intermediate: int = 30,
     ) -> None:
         self.world = world
         self.rng = rng

@@ -113,11 +113,21 @@ CLASSES: tuple[ClassDef, ...] = (
 _R = RelationDef
 RELATIONS: tuple[RelationDef, ...] = (
     _R("people.person.place_of_birth", "people.person", "location.city", "the city where a person was born"),
-    _R("people.person.nationality", "people.person", "location.country", "the country a person is a citizen of"),
+    _R(
+        "people.person.nationality",
+        "people.person",
+        "location.country",
+        "the country a person is a citizen of",
+    ),
     _R("people.person.date_of_birth", "people.person", "type.datetime", "a person's date of birth"),
     _R("people.person.height_meters", "people.person", "type.float", "a person's height in metres"),
     _R("people.person.spouse", "people.person", "people.person", "a person's husband or wife"),
-    _R("location.location.containedby", "location.location", "location.location", "the place that contains a place"),
+    _R(
+        "location.location.containedby",
+        "location.location",
+        "location.location",
+        "the place that contains a place",
+    ),
     _R("location.country.capital", "location.country", "location.city", "the capital city of a country"),
     _R("location.city.population", "location.city", "type.int", "the number of people living in a city"),
     _R(
@@ -171,7 +181,12 @@ RELATIONS: tuple[RelationDef, ...] = (
         "the year a stint ended (absent while it lasts)",
     ),
     _R("education.university.city", "education.university", "location.city", "the city of a university"),
-    _R("education.university.founded", "education.university", "type.year", "the year a university was founded"),
+    _R(
+        "education.university.founded",
+        "education.university",
+        "type.year",
+        "the year a university was founded",
+    ),
     _R(
         "education.university.number_of_students",
         "education.university",

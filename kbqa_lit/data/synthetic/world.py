@@ -105,6 +105,8 @@ def make_questions(world: Any, rng: random.Random, spec: Any, execute: Executor)
     """
     maker = QuestionMaker(world, rng, execute)
     iid = maker.generate(IID_TEMPLATES, spec.iid_total)
-    compositional = maker.generate([t for t in HELDOUT_TEMPLATES if t.role == "compositional"], spec.test_compositional)
+    compositional = maker.generate(
+        [t for t in HELDOUT_TEMPLATES if t.role == "compositional"], spec.test_compositional
+    )
     zero_shot = maker.generate([t for t in HELDOUT_TEMPLATES if t.role == "zero-shot"], spec.test_zero_shot)
     return assign_splits(iid, compositional + zero_shot, spec, rng)

@@ -1,0 +1,277 @@
+"""Backbone factory: the tokenizer and the seq2seq network every generator module is built on.
+
+Two ways to get each part, with the same code on a laptop and on a GPU node:
+
+- **From a name or a folder** (``t5-base``, ``google/flan-t5-large``, ``/models/t5-base``):
+  :func:`build_tokenizer` loads it with :class:`~transformers.AutoTokenizer`,
+  :func:`build_seq2seq` loads :class:`~transformers.T5ForConditionalGeneration`. A local folder is
+  always loaded with ``local_files_only=True``, so no network access is attempted; a hub name
+  follows the usual Hugging Face cache (``HF_HUB_OFFLINE=1`` keeps it offline).
+- **Built in code** (the offline default): a ``tokenizers`` Unigram model with Metaspace
+  pre-tokenisation, trained on the given texts and wrapped in a fast tokenizer with T5's special
+  tokens (``<pad>`` = 0, ``</s>`` = 1, ``<unk>`` = 2; ``</s>`` appended to every sequence), and a
+  T5 built from a config dict (:data:`TINY_T5` unless told otherwise). A trained tokenizer is
+  cached under ``cache_dir/unigram-<hash>`` (hash of the texts, vocabulary size and special
+  tokens) with ``save_pretrained`` and reloaded with ``AutoTokenizer`` on the next call.
+
+Either way the CoQ markers :data:`SPECIAL_TOKENS` are added once as special tokens (adding them
+again is a no-op), and the model's embeddings are resized when the tokenizer has more tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import string
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from transformers import (
+    AutoTokenizer,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+    PreTrainedTokenizerFast,
+    T5Config,
+    T5ForConditionalGeneration,
+)
+
+log = logging.getLogger(__name__)
+
+#: CoQ's markers: decomposition steps, schema items, separators. Added once as special tokens.
+SPECIAL_TOKENS: tuple[str, ...] = ("[SUBQ]", "[ANS]", "[SCHEMA]", "[ENT]", "[REL]", "[SEP]")
+
+#: The tiny T5 of tests and the quickstart (≈ 0.2 M parameters besides the embeddings).
+TINY_T5: dict[str, Any] = {
+    "d_model": 64,
+    "d_ff": 128,
+    "num_layers": 2,
+    "num_decoder_layers": 2,
+    "num_heads": 4,
+    "d_kv": 16,
+    "dropout_rate": 0.1,
+}
+
+PAD, EOS, UNK = "<pad>", "</s>", "<unk>"
+_TOKENIZER_FORMAT = 1  # bump when the trained tokenizer's recipe changes (invalidates caches)
+
+
+def _is_local_dir(name_or_path: str | os.PathLike[str]) -> bool:
+    return Path(name_or_path).expanduser().is_dir()
+
+
+def add_special_tokens(tokenizer: PreTrainedTokenizerBase, tokens: Iterable[str] = SPECIAL_TOKENS) -> int:
+    """Add ``tokens`` as special tokens unless they already are; return how many were new.
+
+    Keeps the tokenizer's existing extra special tokens (T5's ``<extra_id_N>``), so
+    ``decode(..., skip_special_tokens=True)`` still drops them.
+    """
+    present = set(tokenizer.all_special_tokens)
+    missing = [t for t in dict.fromkeys(tokens) if t not in present]
+    if not missing:
+        return 0
+    return int(
+        tokenizer.add_special_tokens(
+            {"additional_special_tokens": missing}, replace_extra_special_tokens=False
+        )
+    )
+
+
+def _texts_fingerprint(texts: list[str], vocab_size: int, special: tuple[str, ...]) -> str:
+    h = hashlib.sha256()
+    h.update(json.dumps([_TOKENIZER_FORMAT, vocab_size, list(special)]).encode())
+    for text in texts:
+        h.update(text.encode("utf-8"))
+        h.update(b"\x00")
+    return h.hexdigest()[:20]
+
+
+def train_unigram_tokenizer(texts: Iterable[str], vocab_size: int = 2000) -> PreTrainedTokenizerFast:
+    """Train a T5-style Unigram + Metaspace tokenizer on ``texts`` (no caching, no extra tokens).
+
+    Args:
+        texts: Training texts (questions, logical forms, answers...).
+        vocab_size: Target vocabulary size (the trainer may stop below it on small corpora).
+
+    Returns:
+        A fast tokenizer with ``<pad>`` = 0, ``</s>`` = 1, ``<unk>`` = 2 that appends ``</s>``.
+    """
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+    tok = Tokenizer(models.Unigram())
+    tok.normalizer = normalizers.NFKC()
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    trainer = trainers.UnigramTrainer(
+        vocab_size=vocab_size,
+        special_tokens=[PAD, EOS, UNK],
+        unk_token=UNK,
+        initial_alphabet=sorted(set(string.printable.strip())),
+        show_progress=False,
+    )
+    tok.train_from_iterator((t for t in texts if t), trainer=trainer)
+    eos_id = tok.token_to_id(EOS)
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"$A {EOS}", pair=f"$A {EOS} $B {EOS}", special_tokens=[(EOS, eos_id)]
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        pad_token=PAD,
+        eos_token=EOS,
+        unk_token=UNK,
+        clean_up_tokenization_spaces=False,
+        model_max_length=1024,
+    )
+
+
+def build_tokenizer(
+    name_or_path: str | os.PathLike[str] | None = None,
+    *,
+    train_texts: Iterable[str] | None = None,
+    vocab_size: int = 2000,
+    cache_dir: str | Path | None = None,
+    special_tokens: Iterable[str] = SPECIAL_TOKENS,
+) -> PreTrainedTokenizerBase:
+    """Load or train the tokenizer, with the CoQ special tokens added once.
+
+    Args:
+        name_or_path: A hub name (``t5-base``) or a local folder saved with ``save_pretrained``.
+            ``None`` trains a tokenizer on ``train_texts``.
+        train_texts: Texts to train on when ``name_or_path`` is ``None``.
+        vocab_size: Target vocabulary size of a trained tokenizer (before the special tokens).
+        cache_dir: Where a trained tokenizer is cached (``<cache_dir>/unigram-<hash>``, keyed by
+            the texts, ``vocab_size`` and the special tokens); ``None`` trains without caching.
+        special_tokens: Tokens added as special tokens (default :data:`SPECIAL_TOKENS`).
+
+    Returns:
+        The tokenizer (a fast tokenizer when trained here).
+
+    Raises:
+        ValueError: When neither ``name_or_path`` nor non-empty ``train_texts`` is given.
+    """
+    special = tuple(dict.fromkeys(special_tokens))
+    if name_or_path is not None:
+        local = _is_local_dir(name_or_path)
+        path = str(Path(name_or_path).expanduser()) if local else str(name_or_path)
+        tok = AutoTokenizer.from_pretrained(path, local_files_only=local)
+        add_special_tokens(tok, special)
+        return tok
+    texts = [t for t in (train_texts or ()) if t]
+    if not texts:
+        raise ValueError("build_tokenizer needs a name/path or non-empty train_texts")
+    if cache_dir is None:
+        tok = train_unigram_tokenizer(texts, vocab_size)
+        add_special_tokens(tok, special)
+        return tok
+    target = Path(cache_dir) / f"unigram-{_texts_fingerprint(texts, vocab_size, special)}"
+    if (target / "tokenizer.json").is_file():
+        log.info("loading cached tokenizer from %s", target)
+        tok = AutoTokenizer.from_pretrained(str(target), local_files_only=True)
+        add_special_tokens(tok, special)
+        return tok
+    tok = train_unigram_tokenizer(texts, vocab_size)
+    add_special_tokens(tok, special)
+    _save_atomically(tok, target)
+    log.info("trained a %d-token tokenizer, cached in %s", len(tok), target)
+    return tok
+
+
+def _save_atomically(tok: PreTrainedTokenizerBase, target: Path) -> None:
+    """``save_pretrained`` into a temp folder beside ``target``, then rename (safe across ranks)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        tok.save_pretrained(str(tmp))
+        try:
+            os.replace(tmp, target)
+        except OSError:  # another process won the race: keep its copy
+            if not (target / "tokenizer.json").is_file():
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def tiny_t5_config(tokenizer: PreTrainedTokenizerBase | None = None, **overrides: Any) -> T5Config:
+    """A :class:`~transformers.T5Config` from :data:`TINY_T5`, sized and wired to ``tokenizer``.
+
+    Args:
+        tokenizer: Gives ``vocab_size`` (``len(tokenizer)``), pad, eos and decoder-start ids.
+        **overrides: Any T5 config field (``d_model``, ``num_layers``...); wins over the rest.
+    """
+    fields: dict[str, Any] = dict(TINY_T5)
+    if tokenizer is not None:
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        eos = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 1
+        fields.update(
+            vocab_size=len(tokenizer), pad_token_id=pad, eos_token_id=eos, decoder_start_token_id=pad
+        )
+    fields.update(overrides)
+    fields.setdefault("decoder_start_token_id", fields.get("pad_token_id", 0))
+    if "num_layers" in overrides and "num_decoder_layers" not in overrides:
+        fields["num_decoder_layers"] = overrides["num_layers"]
+    return T5Config(**fields)
+
+
+def build_seq2seq(
+    name_or_path: str | os.PathLike[str] | None = None,
+    *,
+    config: Mapping[str, Any] | None = None,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+) -> PreTrainedModel:
+    """Load or build the T5 encoder-decoder.
+
+    Args:
+        name_or_path: A hub name or a local folder (``from_pretrained``); ``None`` builds a T5
+            from ``config`` with fresh weights.
+        config: With ``name_or_path``: config fields overriding the pretrained ones (e.g.
+            ``{"dropout_rate": 0.2}``). Without: T5 config fields on top of :data:`TINY_T5`
+            (``vocab_size`` defaults to ``len(tokenizer)``, ``decoder_start_token_id`` to the pad id).
+        tokenizer: The tokenizer the model will read; its size decides whether the embeddings
+            are resized (only ever grown, so a padded pretrained vocabulary is kept).
+
+    Returns:
+        A :class:`~transformers.T5ForConditionalGeneration` whose generation config carries the
+        tokenizer's pad/eos ids.
+    """
+    overrides = dict(config or {})
+    if name_or_path is not None:
+        local = _is_local_dir(name_or_path)
+        path = str(Path(name_or_path).expanduser()) if local else str(name_or_path)
+        model = T5ForConditionalGeneration.from_pretrained(path, local_files_only=local, **overrides)
+    else:
+        model = T5ForConditionalGeneration(tiny_t5_config(tokenizer, **overrides))
+    if tokenizer is not None:
+        if len(tokenizer) > model.get_input_embeddings().num_embeddings:
+            model.resize_token_embeddings(len(tokenizer))
+        _wire_generation_ids(model, tokenizer)
+    return model
+
+
+def _wire_generation_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
+    pad, eos = tokenizer.pad_token_id, tokenizer.eos_token_id
+    gen = model.generation_config
+    if pad is not None:
+        model.config.pad_token_id = pad
+        gen.pad_token_id = pad
+        if model.config.decoder_start_token_id is None:
+            model.config.decoder_start_token_id = pad
+        gen.decoder_start_token_id = model.config.decoder_start_token_id
+    if eos is not None:
+        model.config.eos_token_id = eos
+        gen.eos_token_id = eos
+
+
+__all__ = [
+    "SPECIAL_TOKENS",
+    "TINY_T5",
+    "add_special_tokens",
+    "build_seq2seq",
+    "build_tokenizer",
+    "tiny_t5_config",
+    "train_unigram_tokenizer",
+]

@@ -1,0 +1,390 @@
+"""Execution-guided answer selection: the first generated logical form that executes wins.
+
+CoQ's inference (and TFS-KBQA's S1 step): a generator returns beams of *normalised*
+S-expressions, best first. Each beam is denormalised (entity labels → ids, with a fuzzy fallback
+over the question's candidates), converted to SPARQL and executed on a knowledge base, **in beam
+order**; the first beam whose query executes with a non-empty answer gives the prediction. When
+no beam executes, the generated answer text is the prediction (each `` | ``-separated part
+mapped to KB ids by exact name where possible, kept as text otherwise).
+
+Rules, all observable in :class:`Selection`:
+
+- a beam that cannot be denormalised or converted (bad syntax, a label no entity matches) is
+  skipped, never executed;
+- beams are deduplicated: the same denormalised S-expression (or the same SPARQL text) is
+  executed once, for its first beam;
+- a query that fails (error, timeout — the store bounds each query) or returns no answer does
+  not execute; a ``COUNT`` that returns ``0`` executes only with ``count_zero_is_executable``;
+- with ``workers > 1`` queries run in a thread pool over a sliding window of the next distinct
+  beams, but results are consumed in beam order, so the selection is exactly that of the
+  sequential loop (later beams' leftover work is cancelled or finishes into the store's cache).
+
+:class:`ExecutionGuidedSelector` keeps the thread pool between questions (the evaluation callback
+uses one per process); :func:`select_answer` is the one-call form.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kbqa_lit.errors import SExprError
+from kbqa_lit.kb.iri import NAME_RELATION, NS
+from kbqa_lit.kb.loaders import escape_literal
+from kbqa_lit.kb.normalize import denormalize_sexpr
+from kbqa_lit.kb.sparql import sexpr_to_sparql
+from kbqa_lit.kb.store import ExecutionResult, KnowledgeBase
+
+#: Separator of several answers in a generated answer text.
+ANSWER_SEPARATOR = " | "
+
+
+@dataclass
+class Selection:
+    """The prediction for one question and how it was chosen.
+
+    Attributes:
+        answers: Predicted answers: KB ids / literal values of the chosen beam, or the answer
+            text's parts (ids where a name matched, text otherwise) on fallback.
+        chosen_beam: Index (in the given beam list) of the beam whose answers won, or ``None``.
+        chosen_sexpr: Its denormalised S-expression, or ``None``.
+        sparql: Its SPARQL, or ``None``.
+        executable: Whether a beam executed with a non-empty answer.
+        fallback: Whether the answer text was used (no beam executed and a text was given).
+        beams_tried: Beams examined in order, up to and including the chosen one (all of them
+            when none executed); duplicates and unmappable beams count.
+        errors: Why each examined beam was rejected, as ``"beam i: reason"``, in beam order.
+
+    """
+
+    answers: list[str]
+    chosen_beam: int | None
+    chosen_sexpr: str | None
+    sparql: str | None
+    executable: bool
+    fallback: bool
+    beams_tried: int
+    errors: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Query:
+    """One distinct executable candidate: the first beam that produced it."""
+
+    beam: int
+    sexpr: str
+    sparql: str
+    counting: bool
+
+
+def _is_count(sexpr: str) -> bool:
+    return sexpr.lstrip().startswith("(COUNT")
+
+
+def _candidates(
+    beams: Sequence[str],
+    semantics: str,
+    label_to_ids: Mapping[str, Sequence[str]],
+    candidates: Sequence[tuple[str, str]],
+    errors: list[tuple[int, str]],
+) -> Iterator[_Query]:
+    """Yield the distinct convertible beams in order; record why the others are skipped."""
+    seen_sexpr: dict[str, int] = {}
+    seen_sparql: dict[str, int] = {}
+    for i, beam in enumerate(beams):
+        try:
+            sexpr = denormalize_sexpr(beam, label_to_ids, candidates or None)
+        except (SExprError, RecursionError) as exc:
+            errors.append((i, f"unmappable: {exc}"))
+            continue
+        if sexpr in seen_sexpr:
+            errors.append((i, f"duplicate of beam {seen_sexpr[sexpr]}"))
+            continue
+        seen_sexpr[sexpr] = i
+        try:
+            sparql = sexpr_to_sparql(sexpr, semantics=semantics)
+        except (SExprError, RecursionError) as exc:
+            errors.append((i, f"not convertible to SPARQL: {exc}"))
+            continue
+        if sparql in seen_sparql:
+            errors.append((i, f"duplicate of beam {seen_sparql[sparql]}"))
+            continue
+        seen_sparql[sparql] = i
+        yield _Query(i, sexpr, sparql, _is_count(sexpr))
+
+
+def _safe_execute(kb: KnowledgeBase, sparql: str) -> ExecutionResult:
+    """Execute, turning any exception of a non-conforming store into a failed result."""
+    try:
+        return kb.execute(sparql)
+    except Exception as exc:  # stores must not raise; a wrapper or a plugin might
+        return ExecutionResult([], False, f"{type(exc).__name__}: {exc}")
+
+
+def _rejection(query: _Query, result: ExecutionResult, count_zero_is_executable: bool) -> str | None:
+    """Why a result does not make its beam executable, or ``None`` when it does."""
+    if not result.ok:
+        return result.error or "execution failed"
+    if not result.answers:
+        return "no answers"
+    if query.counting and result.answers == ["0"] and not count_zero_is_executable:
+        return "COUNT is 0"
+    return None
+
+
+def fallback_answers(answer_text: str, name_to_ids: Mapping[str, Sequence[str]] | None) -> list[str]:
+    """Turn a generated answer text into answers: split on `` | ``, map exact names to KB ids.
+
+    Args:
+        answer_text: The generated text, e.g. ``"Paris | Lyon"``.
+        name_to_ids: Exact name → KB ids (e.g. a :class:`KBNameLookup`); ``None`` keeps text.
+
+    Returns:
+        Distinct answers in order: the ids of each part whose name is known, else the part itself.
+
+    """
+    out: list[str] = []
+    for part in answer_text.split(ANSWER_SEPARATOR):
+        name = part.strip()
+        if not name:
+            continue
+        ids: Sequence[str] = ()
+        if name_to_ids is not None:
+            try:
+                ids = name_to_ids.get(name) or ()
+            except Exception:  # a lookup that fails (e.g. a store hiccup) keeps the text
+                ids = ()
+        for value in ids or (name,):
+            if value not in out:
+                out.append(value)
+    return out
+
+
+class KBNameLookup(Mapping[str, list[str]]):
+    """Exact-name → entity ids, looked up lazily in a knowledge base (``type.object.name``).
+
+    A read-only mapping for :func:`select_answer`'s ``name_to_ids``: ``lookup[name]`` runs one
+    query (``"name"@en`` or the plain literal; cached by the store and here) and raises
+    ``KeyError`` when no entity has that name. Iteration covers the names found so far.
+
+    Args:
+        kb: The knowledge base.
+        limit: At most this many ids per name.
+
+    """
+
+    def __init__(self, kb: KnowledgeBase, limit: int = 10) -> None:
+        self.kb = kb
+        self.limit = int(limit)
+        self._found: dict[str, list[str]] = {}
+        self._lock = threading.Lock()
+
+    def query(self, name: str) -> str:
+        """Return the SPARQL that finds the entities named exactly ``name``."""
+        lit = escape_literal(name)
+        rel = f"<{NS}{NAME_RELATION}>"
+        return (
+            f'SELECT DISTINCT ?e WHERE {{ {{ ?e {rel} "{lit}"@en }} UNION {{ ?e {rel} "{lit}" }} }} '
+            f"LIMIT {self.limit}"
+        )
+
+    def __getitem__(self, name: str) -> list[str]:
+        with self._lock:
+            if name in self._found:
+                return list(self._found[name])
+        if not isinstance(name, str) or not name:
+            raise KeyError(name)
+        result = _safe_execute(self.kb, self.query(name))
+        ids = [a for a in result.answers if not a.startswith(("http://", "https://", "_:"))] if result.ok else []
+        if not ids:
+            raise KeyError(name)
+        with self._lock:
+            self._found[name] = ids
+        return list(ids)
+
+    def __iter__(self) -> Iterator[str]:
+        with self._lock:
+            return iter(list(self._found))
+
+    def __len__(self) -> int:
+        return len(self._found)
+
+
+class ExecutionGuidedSelector:
+    """Execution-guided selection against one knowledge base, with a reusable thread pool.
+
+    Args:
+        kb: The knowledge base (its own cache makes repeated queries cheap).
+        workers: Queries in flight at once (``1``: a plain sequential loop). Use at most as many
+            as the store serves concurrently (``OxigraphStore(workers=...)``; an endpoint: any).
+        count_zero_is_executable: Whether a ``COUNT`` returning ``0`` counts as executable.
+        max_beams: Consider only the first ``max_beams`` beams (``None``: all).
+
+    """
+
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        *,
+        workers: int = 1,
+        count_zero_is_executable: bool = False,
+        max_beams: int | None = None,
+    ) -> None:
+        self.kb = kb
+        self.workers = max(1, int(workers))
+        self.count_zero_is_executable = count_zero_is_executable
+        self.max_beams = max_beams
+        self._pool: ThreadPoolExecutor | None = None
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="kbqa-exec")
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the thread pool (queued work is cancelled; running queries end within the store's timeout)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> ExecutionGuidedSelector:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __getstate__(self) -> dict[str, Any]:  # the pool does not pickle; a copy starts its own
+        state = dict(self.__dict__)
+        state["_pool"] = None
+        return state
+
+    def _first_executable(self, queries: Iterator[_Query], errors: list[tuple[int, str]]) -> tuple[_Query, ExecutionResult] | None:
+        """Run queries in order (sequentially or through the window); return the first that executes."""
+        if self.workers == 1:
+            for q in queries:
+                result = _safe_execute(self.kb, q.sparql)
+                reason = _rejection(q, result, self.count_zero_is_executable)
+                if reason is None:
+                    return q, result
+                errors.append((q.beam, reason))
+            return None
+        pool = self._executor()
+        window: deque[tuple[_Query, Future[ExecutionResult]]] = deque()
+
+        def fill() -> None:
+            while len(window) < self.workers:
+                q = next(queries, None)
+                if q is None:
+                    return
+                window.append((q, pool.submit(_safe_execute, self.kb, q.sparql)))
+
+        try:
+            fill()
+            while window:
+                q, future = window.popleft()
+                result = future.result()
+                reason = _rejection(q, result, self.count_zero_is_executable)
+                if reason is None:
+                    return q, result
+                errors.append((q.beam, reason))
+                fill()
+            return None
+        finally:
+            for _, pending in window:
+                pending.cancel()
+
+    def select(
+        self,
+        beams: Sequence[str],
+        *,
+        semantics: str,
+        label_to_ids: Mapping[str, Sequence[str]],
+        candidates: Sequence[tuple[str, str]] = (),
+        answer_text: str | None = None,
+        name_to_ids: Mapping[str, Sequence[str]] | None = None,
+    ) -> Selection:
+        """Choose the answers of one question (see :func:`select_answer` for the arguments)."""
+        if isinstance(beams, str):
+            raise TypeError("beams must be a sequence of strings, not one string")
+        beams = list(beams if self.max_beams is None else beams[: self.max_beams])
+        errors: list[tuple[int, str]] = []
+        queries = _candidates(beams, semantics, label_to_ids, candidates, errors)
+        found = self._first_executable(queries, errors)
+        if found is not None:
+            q, result = found
+            return Selection(
+                answers=list(result.answers),
+                chosen_beam=q.beam,
+                chosen_sexpr=q.sexpr,
+                sparql=q.sparql,
+                executable=True,
+                fallback=False,
+                beams_tried=q.beam + 1,
+                errors=[f"beam {i}: {why}" for i, why in sorted(errors) if i < q.beam],
+            )
+        fallback = answer_text is not None
+        return Selection(
+            answers=fallback_answers(answer_text, name_to_ids) if answer_text is not None else [],
+            chosen_beam=None,
+            chosen_sexpr=None,
+            sparql=None,
+            executable=False,
+            fallback=fallback,
+            beams_tried=len(beams),
+            errors=[f"beam {i}: {why}" for i, why in sorted(errors)],
+        )
+
+
+def select_answer(
+    beams: Sequence[str],
+    kb: KnowledgeBase,
+    *,
+    semantics: str,
+    label_to_ids: Mapping[str, Sequence[str]],
+    candidates: Sequence[tuple[str, str]] = (),
+    answer_text: str | None = None,
+    name_to_ids: Mapping[str, Sequence[str]] | None = None,
+    count_zero_is_executable: bool = False,
+    workers: int = 1,
+    max_beams: int | None = None,
+) -> Selection:
+    """Pick a question's answers: the first beam that executes, else the generated answer text.
+
+    Args:
+        beams: Normalised S-expressions in beam order (best first).
+        kb: The knowledge base to execute on.
+        semantics: Answer semantics of the question (``KBQAExample.semantics``).
+        label_to_ids: Entity label → ids for denormalisation
+            (``invert_labels(example.entity_labels())``).
+        candidates: Further ``(id, label)`` pairs for the fuzzy fallback (linked candidates).
+        answer_text: The generated answer text (parts separated by `` | ``), used when no beam
+            executes; ``None``: no fallback (empty prediction).
+        name_to_ids: Exact name → KB ids for the fallback (e.g. :class:`KBNameLookup`); names
+            not found are kept as text.
+        count_zero_is_executable: Whether a ``COUNT`` returning ``0`` counts as executable.
+        workers: Queries in flight at once; the selection equals that of ``workers=1``.
+        max_beams: Consider only the first ``max_beams`` beams.
+
+    Returns:
+        The :class:`Selection`.
+
+    """
+    with ExecutionGuidedSelector(
+        kb, workers=workers, count_zero_is_executable=count_zero_is_executable, max_beams=max_beams
+    ) as selector:
+        return selector.select(
+            beams,
+            semantics=semantics,
+            label_to_ids=label_to_ids,
+            candidates=candidates,
+            answer_text=answer_text,
+            name_to_ids=name_to_ids,
+        )
