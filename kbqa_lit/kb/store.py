@@ -226,7 +226,7 @@ class OxigraphStore(_CachingStore):
 
     - ``"process"`` (the default on POSIX): queries run in a worker process that holds its own
       read-only handle; on timeout the worker is killed (its CPU and memory are really freed) and a new
-      one is started. Costs ≈ 0.15 ms of pipe round trip per query and ≈ 0.1 s to start a
+      one is started. Costs ≈ 0.2 ms of pipe round trip per query and ≈ 0.1 s to start a
       worker after each timeout. ``workers`` processes serve concurrent callers (threads);
       with one worker the queries of one store run one at a time.
     - ``"thread"``: queries run in a daemon thread of this process (no subprocess; works where

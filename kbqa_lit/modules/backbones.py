@@ -248,11 +248,12 @@ def build_seq2seq(
     if tokenizer is not None:
         if len(tokenizer) > model.get_input_embeddings().num_embeddings:
             model.resize_token_embeddings(len(tokenizer))
-        _wire_generation_ids(model, tokenizer)
+        wire_generation_ids(model, tokenizer)
     return model
 
 
-def _wire_generation_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
+def wire_generation_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
+    """Copy the tokenizer's pad/eos ids into the model config and its generation config."""
     pad, eos = tokenizer.pad_token_id, tokenizer.eos_token_id
     gen = model.generation_config
     if pad is not None:
@@ -274,4 +275,5 @@ __all__ = [
     "build_tokenizer",
     "tiny_t5_config",
     "train_unigram_tokenizer",
+    "wire_generation_ids",
 ]

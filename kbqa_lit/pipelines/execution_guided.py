@@ -36,7 +36,7 @@ from kbqa_lit.errors import SExprError
 from kbqa_lit.kb.iri import NAME_RELATION, NS
 from kbqa_lit.kb.loaders import escape_literal
 from kbqa_lit.kb.normalize import denormalize_sexpr
-from kbqa_lit.kb.sparql import sexpr_to_sparql
+from kbqa_lit.kb.sparql import SEMANTICS, sexpr_to_sparql
 from kbqa_lit.kb.store import ExecutionResult, KnowledgeBase
 
 #: Separator of several answers in a generated answer text.
@@ -203,7 +203,11 @@ class KBNameLookup(Mapping[str, list[str]]):
         if not isinstance(name, str) or not name:
             raise KeyError(name)
         result = _safe_execute(self.kb, self.query(name))
-        ids = [a for a in result.answers if not a.startswith(("http://", "https://", "_:"))] if result.ok else []
+        ids = (
+            [a for a in result.answers if not a.startswith(("http://", "https://", "_:"))]
+            if result.ok
+            else []
+        )
         if not ids:
             raise KeyError(name)
         with self._lock:
@@ -266,7 +270,9 @@ class ExecutionGuidedSelector:
         state["_pool"] = None
         return state
 
-    def _first_executable(self, queries: Iterator[_Query], errors: list[tuple[int, str]]) -> tuple[_Query, ExecutionResult] | None:
+    def _first_executable(
+        self, queries: Iterator[_Query], errors: list[tuple[int, str]]
+    ) -> tuple[_Query, ExecutionResult] | None:
         """Run queries in order (sequentially or through the window); return the first that executes."""
         if self.workers == 1:
             for q in queries:
@@ -314,6 +320,8 @@ class ExecutionGuidedSelector:
         """Choose the answers of one question (see :func:`select_answer` for the arguments)."""
         if isinstance(beams, str):
             raise TypeError("beams must be a sequence of strings, not one string")
+        if semantics not in SEMANTICS:
+            raise ValueError(f"unknown answer semantics {semantics!r}; expected one of {', '.join(SEMANTICS)}")
         beams = list(beams if self.max_beams is None else beams[: self.max_beams])
         errors: list[tuple[int, str]] = []
         queries = _candidates(beams, semantics, label_to_ids, candidates, errors)

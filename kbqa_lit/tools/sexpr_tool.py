@@ -122,7 +122,7 @@ def _run(args: argparse.Namespace) -> int:
 
     _check_args(args)
     keep_ties = not args.no_ties
-    store = open_store(args.store, timeout=args.timeout)
+    store = open_store(args.store, timeout=args.timeout, **({} if args.store.startswith("http") else {"workers": max(1, args.workers)}))
     if args.expr:
         job = {"qid": None, "s_expression": args.expr, "semantics": args.semantics or "exclude-topic"}
         row = _execute(store, _convert(job, keep_ties))

@@ -93,7 +93,7 @@ def person_universities(world: World, person: str) -> list[str]:
 
 # -- binder factories ------------------------------------------------------------------------
 def instances(cls: str, out: str | None = None, into: str | None = None, min_out: int = 1) -> Binder:
-    """Every entity of ``cls`` (optionally only those with ``min_out`` objects of ``out`` / a subject via ``into``)."""
+    """Entities of ``cls`` (if given: with ``min_out`` objects of ``out``, with a subject via ``into``)."""
 
     def bind(world: World, rng: random.Random) -> list[Binding]:
         found = []
@@ -104,15 +104,6 @@ def instances(cls: str, out: str | None = None, into: str | None = None, min_out
                 continue
             found.append(Binding((eid,)))
         return found
-
-    return bind
-
-
-def with_set(cls: str, members: SetFn, min_size: int = 1, max_size: int = 20) -> Binder:
-    """Entities of ``cls`` whose set ``members(world, e)`` has between ``min_size`` and ``max_size`` members."""
-
-    def bind(world: World, rng: random.Random) -> list[Binding]:
-        return [Binding((e,)) for e in world.instances(cls) if min_size <= len(members(world, e)) <= max_size]
 
     return bind
 
@@ -220,13 +211,14 @@ def roster_years(current_year: int) -> Binder:
 
 
 def current_players() -> Binder:
-    """Athletes with an open roster stint (no ``to`` year: still on the team); token ``NOW``."""
+    """Athletes with an open roster stint (no ``to`` year: still on the team) and an earlier one; ``NOW``."""
 
     def bind(world: World, rng: random.Random) -> list[Binding]:
         found = []
         for athlete in world.instances("sports.pro_athlete"):
             stints = world.subjects(athlete, "sports.sports_team_roster.player")
-            if any(world.value(s, "sports.sports_team_roster.to") is None for s in stints):
+            open_ = [s for s in stints if world.value(s, "sports.sports_team_roster.to") is None]
+            if open_ and len(stints) > len(open_):
                 found.append(Binding((athlete,), "NOW", "now"))
         return found
 
@@ -240,7 +232,7 @@ def year_literal(t: float) -> tuple[str, str]:
 
 
 def year_start_date(t: float) -> tuple[str, str]:
-    """``2000-01-01^^xsd:date`` reading ``2000``, from a ``yyyymmdd`` number (see :func:`date_year_candidates`)."""
+    """``2000-01-01^^xsd:date`` reading ``2000``, from a ``yyyymmdd`` number."""
     year = int(t) // 10000
     return f"{year:04d}-01-01^^{XSD}date", str(year)
 

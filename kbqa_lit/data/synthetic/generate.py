@@ -25,10 +25,6 @@ def _date(rng: random.Random, first_year: int, last_year: int) -> Lit:
     return Lit(f"{year:04d}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}", DATE)
 
 
-def _count_between(rng: random.Random, lo: int, hi: int) -> int:
-    return rng.randint(lo, hi)
-
-
 def generate_world(rng: random.Random, spec: SizeSpec) -> World:
     """Build a whole world of the given size.
 
@@ -137,7 +133,7 @@ def _films(
             nationality if rng.random() < 0.7 else world.rng.choice(world.instances("location.country")),
         )
         world.add(fid, "film.film.runtime_minutes", Lit(str(rng.randint(78, 196)), INT))
-        cast = rng.sample(actors, _count_between(rng, 3, 6))
+        cast = rng.sample(actors, rng.randint(3, 6))
         roles: list[tuple[str, str]] = []
         inherited = rng.sample(characters_of[prequel], min(2, len(characters_of[prequel]))) if prequel else []
         for k, actor in enumerate(cast):
@@ -210,7 +206,7 @@ def _sports(world: World, names: nm.NameMaker, spec: SizeSpec, people: list[str]
         pool = teams_by_sport[rng.choice(played)]
         year = rng.randint(1988, CURRENT_YEAR - 2)
         previous = None
-        for _ in range(_count_between(rng, 1, 4)):
+        for _ in range(rng.randint(1, 4)):
             choices = [t for t in pool if t != previous]
             if not choices or year > CURRENT_YEAR:
                 break

@@ -106,7 +106,7 @@ class NameMaker:
         self._used: dict[str, set[str]] = {}
 
     def unique(self, kind: str, make: Callable[[], str], tries: int = 200) -> str:
-        """Return a name from ``make`` not yet handed out for ``kind`` (a numbered variant as a last resort)."""
+        """Return a name from ``make`` not yet used for ``kind`` (a numbered variant as a last resort)."""
         used = self._used.setdefault(kind, set())
         name = make()
         for _ in range(tries):
@@ -168,7 +168,8 @@ class NameMaker:
         def make() -> str:
             if r.random() < 0.5:
                 return f"{r.choice(ALBUM_WORDS)} {r.choice(ALBUM_TAILS)}"
-            return f"{r.choice(ALBUM_WORDS)} {r.choice(ALBUM_WORDS)}"
+            first, second = r.sample(ALBUM_WORDS, 2)
+            return f"{first} {second}"
 
         return self.unique("album", make)
 

@@ -20,14 +20,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbqa_lit.data.schema import write_jsonl
+from kbqa_lit.data.schema import KBQAExample, write_jsonl
+from kbqa_lit.data.synthetic.catalog import HELDOUT_TEMPLATES, IID_TEMPLATES
 from kbqa_lit.data.synthetic.execution import StoreExecutor
 from kbqa_lit.data.synthetic.generate import generate_world
+from kbqa_lit.data.synthetic.kb import World
 from kbqa_lit.data.synthetic.questions import Executor, QuestionMaker
 from kbqa_lit.data.synthetic.schema import schema_document
-from kbqa_lit.data.synthetic.sizes import size_spec
+from kbqa_lit.data.synthetic.sizes import SizeSpec, size_spec
 from kbqa_lit.data.synthetic.splits import SPLITS, assign_splits
-from kbqa_lit.data.synthetic.templates import HELDOUT_TEMPLATES, IID_TEMPLATES
 
 KB_FILE = "kb.nt"
 SCHEMA_FILE = "schema.json"
@@ -91,7 +92,9 @@ def build_world(out_dir: str | Path, seed: int = 0, size: str = "small") -> dict
     }
 
 
-def make_questions(world: Any, rng: random.Random, spec: Any, execute: Executor) -> dict[str, list[Any]]:
+def make_questions(
+    world: World, rng: random.Random, spec: SizeSpec, execute: Executor
+) -> dict[str, list[KBQAExample]]:
     """Generate, execute and split every question of a world.
 
     Args:

@@ -1,0 +1,552 @@
+"""``ExecutionGuidedEval``: generate beams, execute them on the KB, score, log, write predictions.
+
+The callback is where a generator meets the knowledge base (modules never call stores). On each
+validation / test / predict batch it asks the module for beams of normalised S-expressions
+(``pl_module.generate_lf``) and an answer text (``pl_module.generate_answer``), selects each
+question's answers with :class:`~kbqa_lit.pipelines.execution_guided.ExecutionGuidedSelector`
+(first executable beam in order, else the answer text), scores them and keeps one row per
+question. At the end of the epoch it
+
+- computes :class:`~kbqa_lit.metrics.AnswerMetrics` (torchmetrics: sum states synced across
+  ranks) and logs ``{val,test}/f1``, ``hit1``, ``hit1_any``, ``em`` (when gold S-expressions
+  exist), ``executable``, ``fallback_rate`` and ``exec_cache_hit_rate`` — the same synced value
+  on every rank, with ``sync_dist=False``, so ``ModelCheckpoint``/``EarlyStopping`` can monitor
+  them on every rank;
+- gathers the rows of every rank (``torch.distributed.all_gather_object``) and, on rank 0, writes
+  ONE complete ``{val,test,predict}_predictions_epoch{E}.jsonl`` (rows sorted by example index,
+  written atomically) and, with a ``WandbLogger``, a W&B table of the first rows.
+
+What the module and the datamodule must provide:
+
+- ``pl_module.generate_lf(batch, num_beams=, num_return_sequences=, max_new_tokens=)`` →
+  ``list[list[str]]`` (normalised S-expressions per example, beam order) and optionally
+  ``pl_module.generate_answer(batch, max_new_tokens=)`` → ``list[str]``. A step may instead
+  return a mapping with ``"beams"`` (and ``"answer_texts"``) to avoid generating twice.
+- ``trainer.datamodule.examples(split)`` → ``list[KBQAExample]`` for ``"val"``, ``"test"``,
+  ``"predict"``, and batches with ``batch["index"]`` (row indices into that list).
+
+Under DDP each index should reach exactly one rank (an unrepeated sampler). If the gathered rows
+show an index twice (e.g. Lightning's padding ``DistributedSampler``), the duplicates are
+dropped and the metrics recomputed from the unique rows, with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from lightning.pytorch.utilities import rank_zero_warn
+from lightning.pytorch.utilities.warnings import PossibleUserWarning
+from torchmetrics import Metric
+
+from kbqa_lit.data.schema import Answer, KBQAExample
+from kbqa_lit.errors import SExprError
+from kbqa_lit.kb.cache import ExecutionCache
+from kbqa_lit.kb.normalize import invert_labels
+from kbqa_lit.kb.store import open_store
+from kbqa_lit.metrics.answer_metrics import AnswerMetrics
+from kbqa_lit.metrics.functional import QuestionScore, mean_scores, score_question, sum_scores
+from kbqa_lit.metrics.lf_match import load_reverse_properties, logical_form_em
+from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector, KBNameLookup, Selection
+
+#: Trainer stage → (metric prefix, datamodule split).
+STAGES: dict[str, tuple[str, str]] = {
+    "validate": ("val", "val"),
+    "test": ("test", "test"),
+    "predict": ("predict", "predict"),
+}
+#: Metrics logged per stage (``em`` only when measured).
+LOGGED = ("f1", "hit1", "hit1_any", "em", "executable", "fallback_rate", "exec_cache_hit_rate")
+#: Beams and errors kept per row of the prediction file.
+ROW_BEAMS = 5
+ROW_ERRORS = 5
+_ERROR_CHARS = 300
+
+
+class SelectionCounts(Metric):
+    """Sum states the answer metrics do not hold: fallbacks and execution-cache hits/misses."""
+
+    full_state_update = False
+    fallback: torch.Tensor
+    n: torch.Tensor
+    cache_hits: torch.Tensor
+    cache_misses: torch.Tensor
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        for name in ("fallback", "n", "cache_hits", "cache_misses"):
+            self.add_state(name, default=torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
+
+    def update(self, fallback: int = 0, n: int = 0, cache_hits: int = 0, cache_misses: int = 0) -> None:
+        """Add counts."""
+        for name, value in (
+            ("fallback", fallback),
+            ("n", n),
+            ("cache_hits", cache_hits),
+            ("cache_misses", cache_misses),
+        ):
+            setattr(self, name, getattr(self, name) + float(value))
+
+    def compute(self) -> dict[str, torch.Tensor]:
+        """Return ``fallback_rate`` (per question) and ``exec_cache_hit_rate`` (per store lookup)."""
+        lookups = self.cache_hits + self.cache_misses
+        return {
+            "fallback_rate": self.fallback / self.n.clamp(min=1.0),
+            "exec_cache_hit_rate": self.cache_hits / lookups.clamp(min=1.0),
+        }
+
+
+def gold_parses(ex: KBQAExample) -> list[list[str]]:
+    """Gold answer ids per parse (WebQSP: every parse in ``meta["parses"]``; else one parse)."""
+    parses = ex.meta.get("parses") or []
+    if parses:
+        return [[Answer.from_obj(a).id for a in (p.get("answers") or [])] for p in parses]
+    return [[a.id for a in ex.answers]]
+
+
+def gold_sexprs(ex: KBQAExample) -> list[str]:
+    """Gold S-expressions (every parse's for WebQSP), possibly none."""
+    parses = ex.meta.get("parses") or []
+    found = [p["s_expression"] for p in parses if isinstance(p, Mapping) and p.get("s_expression")]
+    if not found and ex.s_expression:
+        found = [ex.s_expression]
+    return found
+
+
+def _atomic_write_jsonl(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        tmp.replace(path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _gather_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """All ranks' rows on every rank (the local rows when not distributed)."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return list(rows)
+    world = torch.distributed.get_world_size()
+    if world == 1:
+        return list(rows)
+    parts: list[list[dict[str, Any]] | None] = [None] * world
+    torch.distributed.all_gather_object(parts, rows)
+    return [row for part in parts for row in (part or [])]
+
+
+class ExecutionGuidedEval(L.Callback):
+    """Execution-guided evaluation of a logical-form generator (CoQ's inference) with metrics and files.
+
+    Args:
+        store: The knowledge base: an Oxigraph store directory or an http(s) SPARQL endpoint URL.
+        num_beams: Beam size of the logical-form search (the CoQ paper uses 50).
+        num_return_sequences: Beams returned per question and executed in order (default: ``num_beams``).
+        max_new_tokens: Generation length limit for logical forms and answer texts.
+        count_zero_is_executable: Whether a ``COUNT`` query that returns 0 counts as executable.
+        workers: Queries in flight at once per process (thread pool; an Oxigraph store gets as
+            many worker processes). Selection results equal those of one worker.
+        timeout: Seconds a query may run before its beam is marked non-executable.
+        disk_cache: SQLite file of the execution cache shared by ranks and runs (``None``: memory only).
+        predictions_dir: Where the prediction files go (default: ``trainer.log_dir``, else
+            ``trainer.default_root_dir``).
+        log_table_rows: Rows of the W&B table logged with a ``WandbLogger`` (0: no table).
+        stages: Trainer stages to act on: any of ``"validate"``, ``"test"``, ``"predict"``.
+        reverse_properties: Ontology ``reverse_properties`` file, so logical-form EM identifies
+            ``(R r)`` with the reverse of ``r`` (``None``: relations compared as written).
+        map_answers_by_name: On fallback, map each answer-text part to KB ids by exact
+            ``type.object.name`` (one cached query per part); otherwise keep the text.
+
+    """
+
+    def __init__(
+        self,
+        store: str,
+        num_beams: int = 5,
+        num_return_sequences: int | None = None,
+        max_new_tokens: int = 128,
+        count_zero_is_executable: bool = False,
+        workers: int = 2,
+        timeout: float = 10.0,
+        disk_cache: str | None = None,
+        predictions_dir: str | None = None,
+        log_table_rows: int = 100,
+        stages: list[str] | None = None,
+        reverse_properties: str | None = None,
+        map_answers_by_name: bool = True,
+    ) -> None:
+        super().__init__()
+        stages = ["validate", "test"] if stages is None else list(stages)
+        unknown = [s for s in stages if s not in STAGES]
+        if unknown:
+            raise ValueError(f"unknown stages {unknown}; expected some of {list(STAGES)}")
+        if num_beams < 1:
+            raise ValueError("num_beams must be >= 1")
+        num_return_sequences = num_beams if num_return_sequences is None else num_return_sequences
+        if not 1 <= num_return_sequences <= num_beams:
+            raise ValueError("num_return_sequences must be between 1 and num_beams")
+        self.store_spec = str(store)
+        self.num_beams = int(num_beams)
+        self.num_return_sequences = int(num_return_sequences)
+        self.max_new_tokens = int(max_new_tokens)
+        self.count_zero_is_executable = bool(count_zero_is_executable)
+        self.workers = max(1, int(workers))
+        self.timeout = float(timeout)
+        self.disk_cache = disk_cache
+        self.predictions_dir = predictions_dir
+        self.log_table_rows = int(log_table_rows)
+        self.stages = stages
+        self.reverse_properties = reverse_properties
+        self.map_answers_by_name = map_answers_by_name
+        self.kb: Any = None
+        self.selector: ExecutionGuidedSelector | None = None
+        self.names: KBNameLookup | None = None
+        self._reverse: dict[str, str] | None = None
+        self._out_dir: Path | None = None
+        self._metrics = AnswerMetrics(ordered=False)
+        self._counts = SelectionCounts()
+        self._rows: list[dict[str, Any]] = []
+        self._examples: list[KBQAExample] | None = None
+        self._cache_start = (0, 0)
+        #: Metrics of the last finished epoch (floats), its gathered rows and file (for callers, tests).
+        self.last_metrics: dict[str, float] = {}
+        self.last_rows: list[dict[str, Any]] = []
+        self.last_path: Path | None = None
+
+    # -- life cycle ----------------------------------------------------------------------
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        """Open the store (once per process) and resolve the prediction directory on every rank."""
+        if self.kb is None:
+            disk = ExecutionCache(self.disk_cache) if self.disk_cache else None
+            kwargs: dict[str, Any] = {"timeout": self.timeout, "disk_cache": disk}
+            if not re.match(r"^https?://", self.store_spec, re.IGNORECASE):
+                kwargs["workers"] = self.workers  # Oxigraph: one worker process per query in flight
+            self.kb = open_store(self.store_spec, **kwargs)
+            self.selector = ExecutionGuidedSelector(
+                self.kb, workers=self.workers, count_zero_is_executable=self.count_zero_is_executable
+            )
+            self.names = KBNameLookup(self.kb) if self.map_answers_by_name else None
+        if self.reverse_properties and self._reverse is None:
+            self._reverse = load_reverse_properties(self.reverse_properties)
+        if self.predictions_dir:
+            self._out_dir = Path(self.predictions_dir)
+        else:
+            log_dir = trainer.log_dir  # a collective (broadcast): every rank must ask
+            self._out_dir = Path(log_dir or trainer.default_root_dir)
+        # The values logged below are already synced; Lightning's advice to sync them again is moot.
+        warnings.filterwarnings(
+            "ignore",
+            message=r"It is recommended to use `self\.log\('(val|test)/(" + "|".join(LOGGED) + r")'",
+            category=PossibleUserWarning,
+        )
+
+    def teardown(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        """Stop the thread pool and the store's worker processes."""
+        if self.selector is not None:
+            self.selector.close()
+        if self.kb is not None:
+            self.kb.close()
+        self.kb, self.selector, self.names = None, None, None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.update(kb=None, selector=None, names=None)
+        return state
+
+    # -- epoch hooks ---------------------------------------------------------------------
+    def _start(self, stage: str, pl_module: L.LightningModule) -> None:
+        self._metrics.reset()
+        self._counts.reset()
+        device = pl_module.device if pl_module.device.type == "cuda" else torch.device("cpu")
+        self._metrics.to(device)  # NCCL collectives need CUDA tensors
+        self._counts.to(device)
+        self._rows = []
+        self._examples = None
+        info = self.kb.cache_info() if self.kb is not None and hasattr(self.kb, "cache_info") else {}
+        self._cache_start = (int(info.get("hits", 0)), int(info.get("misses", 0)))
+
+    def on_validation_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Reset the epoch's state."""
+        if "validate" in self.stages:
+            self._start("validate", pl_module)
+
+    def on_test_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Reset the epoch's state."""
+        if "test" in self.stages:
+            self._start("test", pl_module)
+
+    def on_predict_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Reset the epoch's state."""
+        if "predict" in self.stages:
+            self._start("predict", pl_module)
+
+    def on_validation_batch_end(
+        self,
+        trainer: L.Trainer,
+        pl_module: L.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
+        """Generate, select and score the batch's questions."""
+        if "validate" in self.stages:
+            self._batch("validate", trainer, pl_module, outputs, batch)
+
+    def on_test_batch_end(
+        self,
+        trainer: L.Trainer,
+        pl_module: L.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
+        """Generate, select and score the batch's questions."""
+        if "test" in self.stages:
+            self._batch("test", trainer, pl_module, outputs, batch)
+
+    def on_predict_batch_end(
+        self,
+        trainer: L.Trainer,
+        pl_module: L.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
+        """Generate and select the batch's answers."""
+        if "predict" in self.stages:
+            self._batch("predict", trainer, pl_module, outputs, batch)
+
+    def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Sync metrics, log them, write the prediction file and table."""
+        if "validate" in self.stages:
+            self._finish("validate", trainer, pl_module)
+
+    def on_test_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Sync metrics, log them, write the prediction file and table."""
+        if "test" in self.stages:
+            self._finish("test", trainer, pl_module)
+
+    def on_predict_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Write the prediction file (no logging: Lightning does not log in predict)."""
+        if "predict" in self.stages:
+            self._finish("predict", trainer, pl_module)
+
+    # -- per batch -----------------------------------------------------------------------
+    def _examples_for(self, trainer: L.Trainer, split: str) -> list[KBQAExample]:
+        if self._examples is None:
+            dm = getattr(trainer, "datamodule", None)
+            if dm is None or not callable(getattr(dm, "examples", None)):
+                raise RuntimeError(
+                    "ExecutionGuidedEval needs a LightningDataModule with examples(split) -> "
+                    "list[KBQAExample] (pass datamodule=... to the Trainer call)"
+                )
+            self._examples = list(dm.examples(split))
+        return self._examples
+
+    def _generate(
+        self, pl_module: L.LightningModule, outputs: Any, batch: Any
+    ) -> tuple[list[list[str]], list[str] | None]:
+        if isinstance(outputs, Mapping) and "beams" in outputs:
+            beams = [list(b) for b in outputs["beams"]]
+            texts = outputs.get("answer_texts")
+            return beams, None if texts is None else [str(t) for t in texts]
+        with torch.no_grad():
+            beams = pl_module.generate_lf(
+                batch,
+                num_beams=self.num_beams,
+                num_return_sequences=self.num_return_sequences,
+                max_new_tokens=self.max_new_tokens,
+            )
+            texts = None
+            if callable(getattr(pl_module, "generate_answer", None)):
+                texts = pl_module.generate_answer(batch, max_new_tokens=self.max_new_tokens)
+        return [list(b) for b in beams], None if texts is None else [str(t) for t in texts]
+
+    def _batch(
+        self, stage: str, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any
+    ) -> None:
+        assert self.selector is not None, "setup() opens the store"
+        examples = self._examples_for(trainer, STAGES[stage][1])
+        index = batch["index"]
+        indices = [int(i) for i in (index.tolist() if isinstance(index, torch.Tensor) else index)]
+        beams, texts = self._generate(pl_module, outputs, batch)
+        if len(beams) != len(indices) or (texts is not None and len(texts) != len(indices)):
+            raise ValueError(
+                f"the module generated for {len(beams)} questions (answers: "
+                f"{None if texts is None else len(texts)}) but the batch has {len(indices)}"
+            )
+        scores: list[QuestionScore] = []
+        fallbacks = 0
+        for k, i in enumerate(indices):
+            ex = examples[i]
+            sel = self.selector.select(
+                beams[k],
+                semantics=ex.semantics,
+                label_to_ids=invert_labels(ex.entity_labels()),
+                candidates=tuple(
+                    (str(e), str(n)) for e, n in (ex.meta.get("entity_candidates") or {}).items()
+                ),
+                answer_text=None if texts is None else texts[k],
+                name_to_ids=self.names,
+            )
+            score = score_question(
+                sel.answers, gold_parses(ex), em=self._em(sel, ex), executable=sel.executable
+            )
+            scores.append(score)
+            fallbacks += int(sel.fallback)
+            self._rows.append(self._row(i, ex, beams[k], None if texts is None else texts[k], sel, score))
+        self._metrics.update(scores=scores)
+        self._counts.update(fallback=fallbacks, n=len(indices))
+
+    def _em(self, sel: Selection, ex: KBQAExample) -> float | None:
+        golds = gold_sexprs(ex)
+        if not golds:
+            return None
+        if sel.chosen_sexpr is None:
+            return 0.0
+        try:
+            return 1.0 if any(logical_form_em(sel.chosen_sexpr, g, self._reverse) for g in golds) else 0.0
+        except SExprError as exc:
+            rank_zero_warn(
+                f"question {ex.qid}: the gold S-expression does not parse ({exc}); EM not measured"
+            )
+            return None
+
+    @staticmethod
+    def _row(
+        index: int, ex: KBQAExample, beams: list[str], text: str | None, sel: Selection, score: QuestionScore
+    ) -> dict[str, Any]:
+        return {
+            "index": index,
+            "qid": ex.qid,
+            "question": ex.question,
+            "gold": [a.id for a in ex.answers],
+            "gold_names": [a.name for a in ex.answers],
+            "gold_sexpr": ex.s_expression,
+            "beams": beams[:ROW_BEAMS],
+            "num_beams": len(beams),
+            "chosen_beam": sel.chosen_beam,
+            "chosen_sexpr": sel.chosen_sexpr,
+            "sparql": sel.sparql,
+            "answers": sel.answers,
+            "answer_text": text,
+            "f1": score.f1,
+            "precision": score.precision,
+            "recall": score.recall,
+            "hit1": score.hit1,
+            "hit1_any": score.hit1_any,
+            "em": score.em,
+            "executable": sel.executable,
+            "fallback": sel.fallback,
+            "beams_tried": sel.beams_tried,
+            "errors": [e[:_ERROR_CHARS] for e in sel.errors[:ROW_ERRORS]],
+        }
+
+    # -- epoch end -----------------------------------------------------------------------
+    def _finish(self, stage: str, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        prefix = STAGES[stage][0]
+        info = self.kb.cache_info() if self.kb is not None and hasattr(self.kb, "cache_info") else {}
+        hits = int(info.get("hits", 0)) - self._cache_start[0]
+        misses = int(info.get("misses", 0)) - self._cache_start[1]
+        self._metrics.update(scores=[])  # every rank has updated once, even one without batches
+        self._counts.update(cache_hits=hits, cache_misses=misses)
+        values = {k: float(v) for k, v in self._metrics.compute().items()}  # collective
+        values.update({k: float(v) for k, v in self._counts.compute().items()})  # collective
+        rows = _gather_rows(self._rows)  # collective
+        rows, duplicates = _unique_sorted(rows)
+        if duplicates:
+            rank_zero_warn(
+                f"ExecutionGuidedEval: {duplicates} question(s) were evaluated on more than one rank "
+                "(a padding DistributedSampler?); metrics are recomputed from the unique questions. "
+                "Use an unrepeated sampler so every question reaches exactly one rank."
+            )
+            values.update(_metrics_from_rows(rows))
+        self.last_metrics = values
+        self.last_rows = rows
+        if stage != "predict":
+            for key in LOGGED:
+                if key in values:
+                    pl_module.log(f"{prefix}/{key}", values[key], sync_dist=False)
+        if not trainer.sanity_checking:
+            self.last_path = self._out_path(prefix, trainer)
+            if trainer.is_global_zero:
+                _atomic_write_jsonl(rows, self.last_path)
+                self._log_table(trainer, prefix, rows)
+        self._rows = []
+        self._examples = None
+        self._metrics.reset()
+        self._counts.reset()
+
+    def _out_path(self, prefix: str, trainer: L.Trainer) -> Path:
+        out_dir = self._out_dir or Path(trainer.default_root_dir)
+        return out_dir / f"{prefix}_predictions_epoch{trainer.current_epoch}.jsonl"
+
+    def _log_table(self, trainer: L.Trainer, prefix: str, rows: list[dict[str, Any]]) -> None:
+        if self.log_table_rows <= 0:
+            return
+        from lightning.pytorch.loggers import WandbLogger
+
+        columns = [
+            "qid", "question", "gold", "beams", "chosen_beam", "chosen_sexpr", "sparql",
+            "answers", "f1", "hit1", "executable", "fallback",
+        ]  # fmt: skip
+        data = [
+            [
+                r["qid"],
+                r["question"],
+                " | ".join(r["gold"]),
+                "\n".join(r["beams"]),
+                -1 if r["chosen_beam"] is None else r["chosen_beam"],
+                r["chosen_sexpr"] or "",
+                r["sparql"] or "",
+                " | ".join(r["answers"]),
+                r["f1"],
+                r["hit1"],
+                r["executable"],
+                r["fallback"],
+            ]
+            for r in rows[: self.log_table_rows]
+        ]
+        for logger in trainer.loggers:
+            if isinstance(logger, WandbLogger):
+                logger.log_table(f"{prefix}/predictions", columns=columns, data=data)
+
+
+def _unique_sorted(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """Rows sorted by example index, one per index; also how many duplicates were dropped."""
+    by_index: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        by_index.setdefault(int(row["index"]), row)
+    return [by_index[i] for i in sorted(by_index)], len(rows) - len(by_index)
+
+
+def _metrics_from_rows(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """The logged metrics recomputed from per-question rows (used when ranks overlapped)."""
+    scores = [
+        QuestionScore(
+            f1=r["f1"],
+            precision=r["precision"],
+            recall=r["recall"],
+            hit1=r["hit1"],
+            hit1_any=r["hit1_any"],
+            em=r["em"],
+            executable=r["executable"],
+        )
+        for r in rows
+    ]
+    out = mean_scores(sum_scores(scores))
+    out["fallback_rate"] = sum(1.0 for r in rows if r["fallback"]) / max(len(rows), 1)
+    return out

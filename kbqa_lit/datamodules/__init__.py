@@ -1,0 +1,1 @@
+"""LightningDataModules, one per task family, with their samplers, collators and caches."""

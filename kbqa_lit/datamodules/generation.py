@@ -1,0 +1,338 @@
+"""``GenerationDataModule``: CoQ's two seq2seq tasks (S-expression and answer) from common-schema files.
+
+Each split is a JSON-lines file of :class:`~kbqa_lit.data.schema.KBQAExample` (the synthetic
+world's ``train/dev/test.jsonl``, or any dataset converted with ``kbqa data convert``). Per
+example the module builds the two CoQ inputs (see :mod:`kbqa_lit.datamodules.coq_inputs`)::
+
+    Translate to S-expression: q | P1 | ... | Pk | D  →  normalised gold S-expression
+    Answer the question: q | P1 | ... | Pk | D        →  answer names joined with " | "
+
+tokenises each split once into an Arrow cache (:mod:`.tokenized_cache`), pads batches
+dynamically and samples training batches by length buckets.
+
+Batches are dicts of ``LongTensor``: ``input_ids``, ``attention_mask``, ``labels`` (``-100`` on
+padding and for examples without gold), with the answer task ``ans_input_ids``,
+``ans_attention_mask``, ``ans_labels``, and always ``index`` — row positions in
+:meth:`GenerationDataModule.examples` of the split, so callbacks find the questions back.
+
+Under DDP, validation/test/predict use :class:`~.samplers.UnrepeatedDistributedSampler` (every
+question on exactly one rank, file order within a rank) and training uses
+:class:`~.samplers.LengthBucketSampler` sharded by rank. The training order follows
+``PL_GLOBAL_SEED`` (set by ``seed_everything``) and the epoch.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from lightning.pytorch import LightningDataModule
+from torch.utils.data import DataLoader, Sampler
+from transformers import PreTrainedTokenizerBase
+
+from kbqa_lit.data.schema import KBQAExample, read_jsonl
+from kbqa_lit.datamodules.coq_inputs import (
+    ANSWER_PREFIX,
+    LF_PREFIX,
+    PATTERN_MODES,
+    answer_target,
+    example_patterns,
+    lf_target,
+)
+from kbqa_lit.datamodules.collate import Seq2SeqCollator
+from kbqa_lit.datamodules.samplers import LengthBucketSampler, UnrepeatedDistributedSampler
+from kbqa_lit.datamodules.tokenized_cache import TokenizedSplit, load_or_encode
+from kbqa_lit.errors import UserInputError
+from kbqa_lit.modules.backbones import build_tokenizer
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("train", "val", "test", "predict")
+_ALIASES = {"dev": "val", "valid": "val", "validation": "val", "validate": "val"}
+_DEFAULT_NAMES = {"train": ("train.jsonl",), "val": ("dev.jsonl", "val.jsonl"), "test": ("test.jsonl",)}
+_STAGE_SPLITS = {"fit": ("train", "val"), "validate": ("val",), "test": ("test",), "predict": ("predict",)}
+
+
+class GenerationDataModule(LightningDataModule):
+    """Data for :class:`~kbqa_lit.modules.multitask_generator.MultitaskGenerator` (CoQ step 4).
+
+    Args:
+        data_dir: Folder of the split files (``train.jsonl``, ``dev.jsonl`` or ``val.jsonl``,
+            ``test.jsonl``); also home of the trained tokenizer (``.tokenizer/``) and, unless
+            ``cache_dir`` is set, of the tokenised cache (``.cache/``).
+        train_file: Training file (JSON lines, common schema); default ``<data_dir>/train.jsonl``.
+            A relative path is looked up in ``data_dir`` first.
+        val_file: Validation file; default ``<data_dir>/dev.jsonl`` (or ``val.jsonl``).
+        test_file: Test file; default ``<data_dir>/test.jsonl``.
+        predict_file: File for ``predict``; default the test file.
+        synthetic_seed: When set and the split files are missing, build the synthetic world
+            (``build_world(data_dir, seed)``) into ``data_dir`` on first use.
+        synthetic_size: Size of that world: ``small``, ``medium`` or ``large``.
+        tokenizer_name_or_path: Hub name or local folder of the tokenizer (``t5-base``); ``None``
+            trains a Unigram tokenizer on the training questions, decompositions, normalised
+            S-expressions and answers, cached under ``<data_dir>/.tokenizer``.
+        vocab_size: Vocabulary size of a trained tokenizer.
+        use_decomposition: Append the decomposition ``D`` to both inputs (false: the "w/o
+            decomposition" ablation).
+        patterns: Where the patterns ``P1..Pk`` come from: ``gold`` (``meta["gold_patterns"]``, else
+            the oracle (relation, entity) pairs of the gold S-expression), ``predicted``
+            (``meta["patterns"]``) or ``none`` (the "w/o patterns" ablation).
+        answer_task: Also build the answer task (false: the "w/o answer task" ablation; batches
+            then have no ``ans_*`` fields).
+        max_source_length: Inputs are truncated to this many tokens.
+        max_target_length: Targets are truncated to this many tokens.
+        batch_size: Training batch size (per device).
+        eval_batch_size: Validation/test/predict batch size (per device).
+        num_workers: DataLoader worker processes.
+        bucket_by_length: Sample training batches from buckets of similar input length (less
+            padding); false shuffles uniformly.
+        cache_dir: Folder of the tokenised Arrow cache (default ``<data_dir>/.cache``).
+    """
+
+    def __init__(
+        self,
+        data_dir: str | None = None,
+        train_file: str | None = None,
+        val_file: str | None = None,
+        test_file: str | None = None,
+        predict_file: str | None = None,
+        synthetic_seed: int | None = None,
+        synthetic_size: str = "small",
+        tokenizer_name_or_path: str | None = None,
+        vocab_size: int = 2000,
+        use_decomposition: bool = True,
+        patterns: str = "gold",
+        answer_task: bool = True,
+        max_source_length: int = 256,
+        max_target_length: int = 128,
+        batch_size: int = 16,
+        eval_batch_size: int = 32,
+        num_workers: int = 0,
+        bucket_by_length: bool = True,
+        cache_dir: str | None = None,
+    ) -> None:
+        super().__init__()
+        if patterns not in PATTERN_MODES:
+            raise UserInputError(f"patterns must be one of {', '.join(PATTERN_MODES)}, got {patterns!r}")
+        if data_dir is None and train_file is None and val_file is None and test_file is None:
+            if predict_file is None:
+                raise UserInputError("GenerationDataModule needs data_dir or at least one split file")
+        if synthetic_seed is not None and data_dir is None:
+            raise UserInputError("synthetic_seed needs data_dir (where the world is built)")
+        self.save_hyperparameters()
+        self.data_dir = Path(data_dir).expanduser() if data_dir else None
+        self._files = {"train": train_file, "val": val_file, "test": test_file, "predict": predict_file}
+        self._examples: dict[str, list[KBQAExample]] = {}
+        self._datasets: dict[str, TokenizedSplit] = {}
+        #: How many splits this instance tokenised (0 when everything came from the cache).
+        self.encode_count = 0
+        self.tokenizer: PreTrainedTokenizerBase = self._build_tokenizer()
+
+    # ------------------------------------------------------------------ files and examples
+
+    def _home(self) -> Path:
+        """Folder for the tokenizer and cache when ``data_dir`` is not given."""
+        if self.data_dir is not None:
+            return self.data_dir
+        for name in ("train", "val", "test", "predict"):
+            path = self.split_file(name)
+            if path is not None:
+                return path.parent
+        raise UserInputError("no data_dir and no split file")
+
+    def split_file(self, split: str) -> Path | None:
+        """The file of ``split`` (``train``/``val``/``test``/``predict``), or ``None`` if it has none."""
+        split = _ALIASES.get(split, split)
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}; choose from {SPLITS}")
+        given = self._files[split]
+        if given is not None:
+            path = Path(given).expanduser()
+            if not path.is_absolute() and self.data_dir is not None and (self.data_dir / path).exists():
+                return self.data_dir / path
+            return path
+        if split == "predict":
+            return self.split_file("test")
+        if self.data_dir is None:
+            return None
+        names = _DEFAULT_NAMES[split]
+        return next((self.data_dir / n for n in names if (self.data_dir / n).is_file()), self.data_dir / names[0])
+
+    def _ensure_data(self) -> None:
+        """Build the synthetic world into ``data_dir`` when asked to and its files are missing."""
+        if self.hparams.synthetic_seed is None or self.data_dir is None:
+            return
+        needed = [self.split_file(s) for s in ("train", "val", "test")]
+        if all(p is not None and p.is_file() for p in needed):
+            return
+        from filelock import FileLock
+
+        from kbqa_lit.data.synthetic import build_world
+
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(self.data_dir / ".build_world.lock")):
+            if not all(p is not None and p.is_file() for p in needed):
+                log.info("building the synthetic world (seed %s) in %s", self.hparams.synthetic_seed, self.data_dir)
+                build_world(self.data_dir, seed=self.hparams.synthetic_seed, size=self.hparams.synthetic_size)
+
+    def examples(self, split: str) -> list[KBQAExample]:
+        """The examples of ``split`` in file order; ``batch["index"]`` indexes this list.
+
+        Raises:
+            UserInputError: When the split has no file or the file is missing.
+        """
+        split = _ALIASES.get(split, split)
+        if split not in self._examples:
+            self._ensure_data()
+            path = self.split_file(split)
+            if path is None or not path.is_file():
+                raise UserInputError(f"no {split} file: {path if path is not None else '(none configured)'}")
+            self._examples[split] = list(read_jsonl(path))
+        return self._examples[split]
+
+    # ------------------------------------------------------------------ tokenizer
+
+    def _tokenizer_texts(self) -> list[str]:
+        self._ensure_data()
+        train = self.split_file("train")
+        splits = ["train"] if train is not None and train.is_file() else []
+        if not splits:
+            splits = [s for s in ("val", "test", "predict") if (p := self.split_file(s)) is not None and p.is_file()]
+            log.warning("no training file: training the tokenizer on %s", ", ".join(splits) or "nothing")
+        texts = [LF_PREFIX, ANSWER_PREFIX]
+        for split in dict.fromkeys(splits):
+            for ex in self.examples(split):
+                texts.append(ex.question)
+                texts.extend(t for t in (ex.decomposition, lf_target(ex), answer_target(ex)) if t)
+                texts.extend(example_patterns(ex, "predicted"))
+        return texts
+
+    def _build_tokenizer(self) -> PreTrainedTokenizerBase:
+        name = self.hparams.tokenizer_name_or_path
+        if name is not None:
+            return build_tokenizer(name)
+        texts = self._tokenizer_texts()
+        if len(texts) <= 2:
+            raise UserInputError("no examples to train a tokenizer on; set tokenizer_name_or_path or the files")
+        return build_tokenizer(
+            train_texts=texts, vocab_size=self.hparams.vocab_size, cache_dir=self._home() / ".tokenizer"
+        )
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of tokens of the tokenizer (special tokens included) = the model's vocabulary."""
+        return len(self.tokenizer)
+
+    @property
+    def pad_token_id(self) -> int:
+        """The padding id (0 for T5 tokenizers)."""
+        return int(self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0)
+
+    # ------------------------------------------------------------------ tokenised splits
+
+    def _cache_root(self) -> Path:
+        return Path(self.hparams.cache_dir).expanduser() if self.hparams.cache_dir else self._home() / ".cache"
+
+    def dataset(self, split: str) -> TokenizedSplit:
+        """The tokenised ``split`` (loaded from the Arrow cache, or encoded and cached once)."""
+        split = _ALIASES.get(split, split)
+        if split not in self._datasets:
+            examples = self.examples(split)
+            settings = {
+                "use_decomposition": self.hparams.use_decomposition,
+                "patterns": self.hparams.patterns,
+                "answer_task": self.hparams.answer_task,
+                "max_source_length": self.hparams.max_source_length,
+                "max_target_length": self.hparams.max_target_length,
+                "require_target": split == "train",
+            }
+            data, encoded = load_or_encode(
+                split, self.split_file(split), examples, self.tokenizer, self._cache_root(), settings
+            )
+            self.encode_count += int(encoded)
+            self._datasets[split] = TokenizedSplit(data)
+        return self._datasets[split]
+
+    def prepare_data(self) -> None:
+        """Build the synthetic world if asked to, and fill the tokenised cache (rank 0 only)."""
+        self._ensure_data()
+        for split in SPLITS:
+            if split == "predict" and self._files["predict"] is None:
+                continue  # the test file, cached under the same key
+            path = self.split_file(split)
+            if path is not None and path.is_file():
+                self.dataset(split)
+
+    def setup(self, stage: str | None = None) -> None:
+        """Load the tokenised splits the stage needs (``fit`` → train + val when present)."""
+        needed = _STAGE_SPLITS.get(stage or "", SPLITS)
+        for split in needed:
+            path = self.split_file(split)
+            if split == "val" and stage == "fit" and (path is None or not path.is_file()):
+                continue  # fitting without validation
+            self.dataset(split)
+
+    # ------------------------------------------------------------------ loaders
+
+    def _world(self) -> tuple[int, int]:
+        trainer = getattr(self, "trainer", None)
+        if trainer is None:
+            return 1, 0
+        return int(trainer.world_size), int(trainer.global_rank)
+
+    def _loader(self, split: str, batch_size: int, sampler: Sampler | None, shuffle: bool) -> DataLoader:
+        workers = self.hparams.num_workers
+        return DataLoader(
+            self.dataset(split),
+            batch_size=batch_size,
+            sampler=sampler,
+            shuffle=shuffle if sampler is None else False,
+            collate_fn=Seq2SeqCollator(self.pad_token_id, answer_task=self.hparams.answer_task),
+            num_workers=workers,
+            persistent_workers=workers > 0,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        """Training batches: length buckets (or uniform shuffling), sharded by rank under DDP."""
+        data = self.dataset("train")
+        if not self.hparams.bucket_by_length:
+            return self._loader("train", self.hparams.batch_size, None, shuffle=True)
+        world, rank = self._world()
+        sampler = LengthBucketSampler(
+            data.lengths,
+            self.hparams.batch_size,
+            num_replicas=world,
+            rank=rank,
+            seed=int(os.environ.get("PL_GLOBAL_SEED", 0)),
+        )
+        return self._loader("train", self.hparams.batch_size, sampler, shuffle=False)
+
+    def _eval_loader(self, split: str) -> DataLoader:
+        data = self.dataset(split)
+        world, rank = self._world()
+        sampler = UnrepeatedDistributedSampler(data, world, rank) if world > 1 else None
+        return self._loader(split, self.hparams.eval_batch_size, sampler, shuffle=False)
+
+    def val_dataloader(self) -> DataLoader | list:
+        """Validation batches in file order (exactly one rank per question under DDP)."""
+        path = self.split_file("val")
+        if path is None or not path.is_file():
+            return []
+        return self._eval_loader("val")
+
+    def test_dataloader(self) -> DataLoader:
+        """Test batches in file order (exactly one rank per question under DDP)."""
+        return self._eval_loader("test")
+
+    def predict_dataloader(self) -> DataLoader:
+        """Prediction batches in file order (exactly one rank per question under DDP)."""
+        return self._eval_loader("predict")
+
+    def state_dict(self) -> dict[str, Any]:
+        """Nothing to restore: the data and tokenizer are rebuilt from the hyper-parameters."""
+        return {}
+
+
+__all__ = ["GenerationDataModule", "SPLITS"]

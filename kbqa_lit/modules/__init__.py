@@ -1,0 +1,1 @@
+"""LightningModules (one per model family) and the backbone factory (:mod:`.backbones`)."""
