@@ -45,7 +45,10 @@ def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
     """A short hash of the tokenizer's full definition (vocabulary, model, added tokens)."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:
-        text = backend.to_str()
+        spec = json.loads(backend.to_str())
+        spec.pop("truncation", None)  # call-time state that fast tokenizers keep between calls
+        spec.pop("padding", None)
+        text = json.dumps(spec, sort_keys=True)
     else:  # a slow tokenizer: vocabulary and specials
         text = json.dumps([sorted(tokenizer.get_vocab().items()), tokenizer.all_special_tokens])
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

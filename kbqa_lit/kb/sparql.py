@@ -182,7 +182,8 @@ class _Query:
             return
         op, args = node.op, node.args
         if op == "AND":
-            for a in args:
+            # class constraints last: a leading type.object.type pattern scans a whole class
+            for a in sorted(args, key=lambda a: isinstance(a, Atom)):
                 self.bind(a, term)
         elif op == "JOIN":
             self.join(args[0], args[1], term)

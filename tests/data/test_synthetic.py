@@ -13,7 +13,7 @@ from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.data.synthetic import SIZES, build_world
 from kbqa_lit.data.synthetic.catalog import ALL_TEMPLATES
 from kbqa_lit.data.synthetic.schema import CLASS_BY_ID, RELATION_BY_ID
-from kbqa_lit.data.synthetic.splits import generalization_level
+from kbqa_lit.data.synthetic.splits import TrainCoverage, generalization_level
 from kbqa_lit.data.synthetic.templates import FUNCTIONS
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.execute import run_sexpr
@@ -221,6 +221,8 @@ def test_split_generalization_levels(examples: dict[str, list[KBQAExample]]) -> 
     train_items = set().union(*train_sets) | {
         c for ex in train for c in schema_items(ex.s_expression).classes
     }
+    coverage = TrainCoverage(train_sets, [frozenset(schema_items(ex.s_expression).classes) for ex in train])
+    assert generalization_level(train[:50], ["film.film.directed_by", "not.a.relation"]) == "zero-shot"
     for ex in examples["dev"]:
         items = schema_items(ex.s_expression)
         assert any(frozenset(items.relations) <= s for s in train_sets), ex.qid
@@ -230,7 +232,7 @@ def test_split_generalization_levels(examples: dict[str, list[KBQAExample]]) -> 
         rels = frozenset(items.relations)
         level = ex.meta["generalization"]
         levels[level] += 1
-        assert level == generalization_level(train, items.relations, items.classes)
+        assert level == coverage.level(rels, frozenset(items.classes))
         unseen = (rels | set(items.classes)) - train_items
         covered = any(rels <= s for s in train_sets)
         if level == "zero-shot":

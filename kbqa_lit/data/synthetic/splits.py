@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.data.synthetic.questions import Draft
 from kbqa_lit.data.synthetic.sizes import SizeSpec
+from kbqa_lit.kb.sexpr import schema_items
 
 SPLITS = ("train", "dev", "test")
 LEVELS = ("iid", "compositional", "zero-shot")
@@ -140,8 +141,6 @@ def generalization_level(
     Returns:
         ``"iid"``, ``"compositional"`` or ``"zero-shot"``.
     """
-    from kbqa_lit.kb.sexpr import schema_items
-
     rel_sets, class_sets = [], []
     for ex in train:
         if ex.s_expression:

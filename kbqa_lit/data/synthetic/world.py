@@ -28,7 +28,7 @@ from kbqa_lit.data.synthetic.kb import World
 from kbqa_lit.data.synthetic.questions import Executor, QuestionMaker
 from kbqa_lit.data.synthetic.schema import schema_document
 from kbqa_lit.data.synthetic.sizes import SizeSpec, size_spec
-from kbqa_lit.data.synthetic.splits import SPLITS, assign_splits
+from kbqa_lit.data.synthetic.splits import LEVELS, SPLITS, assign_splits
 
 KB_FILE = "kb.nt"
 SCHEMA_FILE = "schema.json"
@@ -73,7 +73,7 @@ def build_world(out_dir: str | Path, seed: int = 0, size: str = "small") -> dict
     counts = {}
     for split in SPLITS:
         counts[split] = write_jsonl(splits[split], out / f"{split}.jsonl")
-    levels = {level: 0 for level in ("iid", "compositional", "zero-shot")}
+    levels = dict.fromkeys(LEVELS, 0)
     for ex in splits["test"]:
         levels[ex.meta["generalization"]] += 1
     stats = world.stats()
