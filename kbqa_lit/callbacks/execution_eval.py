@@ -222,6 +222,7 @@ class ExecutionGuidedEval(L.Callback):
         self.last_metrics: dict[str, float] = {}
         self.last_rows: list[dict[str, Any]] = []
         self.last_path: Path | None = None
+        self.last_duplicates = 0
 
     # -- life cycle ----------------------------------------------------------------------
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
@@ -474,8 +475,7 @@ class ExecutionGuidedEval(L.Callback):
                 "Use an unrepeated sampler so every question reaches exactly one rank."
             )
             values.update(_metrics_from_rows(rows))
-        self.last_metrics = values
-        self.last_rows = rows
+        self.last_metrics, self.last_rows, self.last_duplicates = values, rows, duplicates
         if stage != "predict":
             for key in LOGGED:
                 if key in values:

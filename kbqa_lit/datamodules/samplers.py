@@ -65,14 +65,12 @@ class LengthBucketSampler(DistributedSampler):
         )
         self.batch_size = batch_size
         self.bucket_batches = bucket_batches
-        self._explicit_epoch = False
         self.num_samples = sum(len(b) for b in self.batches())
         self.total_size = self.num_samples * num_replicas
 
     def set_epoch(self, epoch: int) -> None:
         """Fix the epoch (Lightning calls this before each training epoch)."""
         self.epoch = epoch
-        self._explicit_epoch = True
 
     def global_batches(self, epoch: int | None = None) -> list[list[int]]:
         """The global batches of an epoch (default: the current one), padded, in yield order."""
@@ -103,9 +101,7 @@ class LengthBucketSampler(DistributedSampler):
 
     def __iter__(self) -> Iterator[int]:
         batches = self.batches()
-        if not self._explicit_epoch:
-            self.epoch += 1  # a new order next time even if set_epoch is never called
-        self._explicit_epoch = False
+        self.epoch += 1  # a new order next time, even if set_epoch is never called
         for batch in batches:
             yield from batch
 

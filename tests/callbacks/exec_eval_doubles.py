@@ -242,6 +242,7 @@ def main() -> None:
         "rank": trainer.global_rank,
         "world_size": trainer.world_size,
         "metrics": callback.last_metrics,
+        "duplicates": callback.last_duplicates,
         "logged": {k: float(v) for k, v in trainer.callback_metrics.items()},
         "path": str(callback.last_path),
         "log_dir": trainer.log_dir,
