@@ -41,10 +41,11 @@ from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.kb.normalize import denormalize_sexpr, invert_labels, normalize_sexpr
 from kbqa_lit.kb.sexpr import Atom, SExpr, map_atoms, parse_sexpr, schema_items
 from kbqa_lit.kb.sparql import sexpr_to_sparql
-from kbqa_lit.kb.store import EndpointStore, KnowledgeBase, OxigraphStore
+from kbqa_lit.kb.store import EndpointStore, OxigraphStore
 from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
 
-Case = tuple[KBQAExample, list[str], dict[str, list[str]]]
+#: (question, beams, label → ids, the gold beam's text)
+Case = tuple[KBQAExample, list[str], dict[str, list[str]], str]
 Choice = tuple[int | None, list[str]]
 
 #: A SPARQL endpoint over the same store in another process, adding a fixed latency per request
@@ -63,8 +64,8 @@ class H(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
         time.sleep(latency)
         try:
-            data = store.query(parse_qs(body)["query"][0]).serialize(format=pyoxigraph.QueryResultsFormat.JSON)
-            code = 200
+            results = store.query(parse_qs(body)["query"][0])
+            data, code = results.serialize(format=pyoxigraph.QueryResultsFormat.JSON), 200
         except SyntaxError as exc:
             data, code = str(exc).encode(), 400
         self.send_response(code)
@@ -107,9 +108,8 @@ def make_beams(
     gold: SExpr, labels: dict[str, str], relations: list[str], n_beams: int, rng: random.Random
 ) -> list[str]:
     """The gold S-expression at a random position among corrupted variants, all normalised."""
-    distractors = sorted(
-        e for e in labels if not schema_items(gold).entities or e not in schema_items(gold).entities
-    )
+    gold_entities = set(schema_items(gold).entities)
+    distractors = sorted(set(labels) - gold_entities) or sorted(labels)
     gold_text = normalize_sexpr(gold, labels)
     gold_at = rng.randrange(n_beams)
     beams: list[str] = []
@@ -139,17 +139,16 @@ def make_cases(examples: list[KBQAExample], n_beams: int, rng: random.Random) ->
     for ex in examples:
         assert ex.s_expression
         labels = {**dict(rng.sample(entities, 4)), **ex.topic_entities}
-        beams = make_beams(parse_sexpr(ex.s_expression), labels, relations, n_beams, rng)
-        cases.append((ex, beams, invert_labels(labels)))
+        gold = parse_sexpr(ex.s_expression)
+        beams = make_beams(gold, labels, relations, n_beams, rng)
+        cases.append((ex, beams, invert_labels(labels), normalize_sexpr(gold, labels)))
     return cases
 
 
-def naive(
-    store: OxigraphStore, cases: list[Case], stop_early: bool = True
-) -> list[Choice]:
+def naive(store: OxigraphStore, cases: list[Case], stop_early: bool = True) -> list[Choice]:
     """The loop one writes first: no dedup, no cache, one query at a time."""
     out: list[Choice] = []
-    for ex, beams, label_to_ids in cases:
+    for ex, beams, label_to_ids, _ in cases:
         chosen: Choice = (None, [])
         for i, beam in enumerate(beams):
             try:
@@ -170,7 +169,7 @@ def naive(
 
 def guided(selector: ExecutionGuidedSelector, cases: list[Case]) -> list[Choice]:
     out: list[Choice] = []
-    for ex, beams, label_to_ids in cases:
+    for ex, beams, label_to_ids, _ in cases:
         sel = selector.select(beams, semantics=ex.semantics, label_to_ids=label_to_ids)
         out.append((sel.chosen_beam, sel.answers if sel.executable else []))
     return out
@@ -184,12 +183,53 @@ def timed(
     return time.perf_counter() - start, result
 
 
+def run_suite(
+    title: str,
+    open_store: Callable[[bool, int], contextlib.AbstractContextManager[OxigraphStore | EndpointStore]],
+    cases: list[Case],
+    worker_counts: tuple[int, ...],
+    repeats: int,
+    all_beams: bool,
+) -> None:
+    """Time the naive loop and the selector on one kind of store; check and print."""
+    n = len(cases)
+    times: dict[str, list[float]] = {}
+    results: dict[str, list[Choice]] = {}
+    queries: dict[str, int] = {}
+    naive_runs = [(True, "naive (stop at first)")] + ([(False, "naive (all beams)")] if all_beams else [])
+    for _ in range(repeats):
+        for stop_early, name in naive_runs:
+            with open_store(False, 1) as store:
+                seconds, res = timed(lambda s=store, e=stop_early: naive(s, cases, e))
+                times.setdefault(name, []).append(seconds)
+                results[name], queries[name] = res, store.cache_info()["misses"]
+        for workers in worker_counts:
+            with open_store(True, workers) as store, ExecutionGuidedSelector(store, workers=workers) as sel:
+                for phase in ("cold", "warm"):
+                    name = f"guided, {workers} worker(s), {phase} cache"
+                    before = store.cache_info()["misses"]
+                    seconds, res = timed(lambda sel=sel: guided(sel, cases))
+                    times.setdefault(name, []).append(seconds)
+                    results[name], queries[name] = res, store.cache_info()["misses"] - before
+    reference = results["naive (stop at first)"]
+    for name, res in results.items():
+        same = sum(a == b for a, b in zip(res, reference, strict=True))
+        assert same == n, f"{name}: {n - same} question(s) chose differently from the naive loop"
+    base = statistics.median(times["naive (stop at first)"])
+    print(f"\n{title}: same chosen beam and answers as the naive loop: True ({n}/{n})")
+    print(f"{'method':<36} {'ms/question':>12} {'queries run':>12} {'speed-up':>9}")
+    for name, values in times.items():
+        t = statistics.median(values)
+        print(f"{name:<36} {1000 * t / n:>12.2f} {queries[name]:>12} {base / t:>8.2f}x")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--questions", type=int, default=100)
     p.add_argument("--beams", type=int, default=50)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--latency-ms", type=float, default=2.0, help="added per endpoint request")
     args = p.parse_args()
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="bench-exec-") as tmp:
@@ -198,50 +238,23 @@ def main() -> None:
         build_store(root / "store", [root / "world" / "kb.nt"], "nt")
         examples = [ex for ex in read_synthetic(root / "world", "dev") if ex.s_expression][: args.questions]
         cases = make_cases(examples, args.beams, rng)
-        n = len(cases)
-        times: dict[str, list[float]] = {}
-        results: dict[str, list[Choice]] = {}
-        queries: dict[str, int] = {}
-
-        def record(
-            name: str, seconds: float, res: list[Choice], store: OxigraphStore
-        ) -> None:
-            times.setdefault(name, []).append(seconds)
-            results[name] = res
-            queries[name] = store.cache_info()["misses"]
-
-        for _ in range(args.repeats):
-            for stop_early, name in ((True, "naive (stop at first)"), (False, "naive (all beams)")):
-                with OxigraphStore(root / "store", cache_size=0, workers=1) as store:
-                    seconds, res = timed(lambda s=store, e=stop_early: naive(s, cases, e))
-                    record(name, seconds, res, store)
-            for workers in (1, 2):
-                with OxigraphStore(root / "store", workers=workers) as store:
-                    with ExecutionGuidedSelector(store, workers=workers) as selector:
-                        seconds, res = timed(lambda sel=selector: guided(sel, cases))
-                        record(f"guided, {workers} worker(s), cold cache", seconds, res, store)
-                        before = store.cache_info()["misses"]
-                        seconds, res = timed(lambda sel=selector: guided(sel, cases))
-                        record(f"guided, {workers} worker(s), warm cache", seconds, res, store)
-                        queries[f"guided, {workers} worker(s), warm cache"] -= before
-
-        reference = results["naive (stop at first)"]
-        for name, res in results.items():
-            same = sum(a == b for a, b in zip(res, reference, strict=True))
-            assert same == n, f"{name}: {n - same} question(s) chose differently from the naive loop"
-        executed = sum(1 for c, _ in reference if c is not None)
-        base = statistics.median(times["naive (stop at first)"])
+        gold_at = statistics.mean(beams.index(gold) for _, beams, _, gold in cases)
         print(
-            f"{n} questions x {args.beams} beams (synthetic world, dev); {executed} with an executable beam;"
+            f"{len(cases)} questions x {args.beams} beams (synthetic world, dev split), gold beam at "
+            f"position {gold_at:.1f} on average; median of {args.repeats} runs; {os.cpu_count()} CPUs"
         )
-        print(
-            f"median of {args.repeats} runs; {os.cpu_count()} CPUs; "
-            f"same chosen beam+answers as naive: True ({n}/{n})"
-        )
-        print(f"{'method':<36} {'ms/question':>12} {'store queries':>14} {'speed-up':>9}")
-        for name, values in times.items():
-            t = statistics.median(values)
-            print(f"{name:<36} {1000 * t / n:>12.2f} {queries[name]:>14} {base / t:>8.2f}x")
+
+        def oxigraph(cached: bool, workers: int) -> contextlib.AbstractContextManager[OxigraphStore]:
+            return OxigraphStore(root / "store", cache_size=100_000 if cached else 0, workers=workers)
+
+        run_suite("Embedded Oxigraph store (worker processes)", oxigraph, cases, (1, 2), args.repeats, True)
+        with endpoint(root / "store", args.latency_ms) as url:
+
+            def http(cached: bool, workers: int) -> contextlib.AbstractContextManager[EndpointStore]:
+                return EndpointStore(url, timeout=30, retries=0, cache_size=100_000 if cached else 0)
+
+            title = f"SPARQL endpoint over HTTP (+{args.latency_ms:g} ms per request)"
+            run_suite(title, http, cases, (1, 2, 4), args.repeats, False)
 
 
 if __name__ == "__main__":

@@ -161,7 +161,8 @@ class ExecutionGuidedEval(L.Callback):
         predictions_dir: Where the prediction files go (default: ``trainer.log_dir``, else
             ``trainer.default_root_dir``).
         log_table_rows: Rows of the W&B table logged with a ``WandbLogger`` (0: no table).
-        stages: Trainer stages to act on: any of ``"validate"``, ``"test"``, ``"predict"``.
+        stages: Trainer stages to act on: any of ``"validate"`` (also inside ``fit``), ``"test"``,
+            ``"predict"``.
         reverse_properties: Ontology ``reverse_properties`` file, so logical-form EM identifies
             ``(R r)`` with the reverse of ``r`` (``None``: relations compared as written).
         map_answers_by_name: On fallback, map each answer-text part to KB ids by exact
@@ -181,12 +182,12 @@ class ExecutionGuidedEval(L.Callback):
         disk_cache: str | None = None,
         predictions_dir: str | None = None,
         log_table_rows: int = 100,
-        stages: list[str] | None = None,
+        stages: Sequence[str] = ("validate", "test"),
         reverse_properties: str | None = None,
         map_answers_by_name: bool = True,
     ) -> None:
         super().__init__()
-        stages = ["validate", "test"] if stages is None else list(stages)
+        stages = [stages] if isinstance(stages, str) else list(stages)
         unknown = [s for s in stages if s not in STAGES]
         if unknown:
             raise ValueError(f"unknown stages {unknown}; expected some of {list(STAGES)}")
@@ -227,6 +228,9 @@ class ExecutionGuidedEval(L.Callback):
     # -- life cycle ----------------------------------------------------------------------
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         """Open the store (once per process) and resolve the prediction directory on every rank."""
+        needed = {"fit": "validate", "validate": "validate", "test": "test", "predict": "predict"}.get(stage)
+        if needed not in self.stages:
+            return
         if self.kb is None:
             disk = ExecutionCache(self.disk_cache) if self.disk_cache else None
             kwargs: dict[str, Any] = {"timeout": self.timeout, "disk_cache": disk}

@@ -38,7 +38,7 @@ from transformers import (
     get_linear_schedule_with_warmup,
 )
 
-from kbqa_lit.modules.backbones import wire_generation_ids, build_seq2seq, build_tokenizer
+from kbqa_lit.modules.backbones import build_seq2seq, build_tokenizer, wire_generation_ids
 
 log = logging.getLogger(__name__)
 
@@ -237,7 +237,9 @@ class MultitaskGenerator(LightningModule):
         """
         if "ans_input_ids" not in batch:
             return []
-        return self._generate(batch["ans_input_ids"], batch["ans_attention_mask"], max_new_tokens=max_new_tokens)
+        return self._generate(
+            batch["ans_input_ids"], batch["ans_attention_mask"], max_new_tokens=max_new_tokens
+        )
 
     # ------------------------------------------------------------------ optimisation
 
@@ -298,7 +300,10 @@ class MultitaskGenerator(LightningModule):
                 self.model = T5ForConditionalGeneration(T5Config.from_dict(stored))
                 if self.tokenizer is not None:
                     wire_generation_ids(self.model, self.tokenizer)
-        if self.tokenizer is not None and len(self.tokenizer) > self.model.get_input_embeddings().num_embeddings:
+        if (
+            self.tokenizer is not None
+            and len(self.tokenizer) > self.model.get_input_embeddings().num_embeddings
+        ):
             raise ValueError("the tokenizer has more tokens than the checkpoint's embeddings")
 
     def save_pretrained(self, out_dir: str | Path) -> Path:

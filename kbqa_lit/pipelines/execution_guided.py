@@ -321,7 +321,7 @@ class ExecutionGuidedSelector:
         if isinstance(beams, str):
             raise TypeError("beams must be a sequence of strings, not one string")
         if semantics not in SEMANTICS:
-            raise ValueError(f"unknown answer semantics {semantics!r}; expected one of {', '.join(SEMANTICS)}")
+            raise ValueError(f"unknown answer semantics {semantics!r}; expected one of {SEMANTICS}")
         beams = list(beams if self.max_beams is None else beams[: self.max_beams])
         errors: list[tuple[int, str]] = []
         queries = _candidates(beams, semantics, label_to_ids, candidates, errors)

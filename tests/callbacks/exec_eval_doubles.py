@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader
 
 from kbqa_lit.callbacks.execution_eval import ExecutionGuidedEval
 from kbqa_lit.data.schema import Answer, KBQAExample
+from kbqa_lit.datamodules.samplers import UnrepeatedDistributedSampler
 from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.kb.normalize import normalize_sexpr
 
@@ -144,7 +145,12 @@ def collate(indices: list[int]) -> dict[str, torch.Tensor]:
 
 
 class TinyDataModule(L.LightningDataModule):
-    """Examples for every split; loaders of indices, sharded by rank (no duplicates) when ``shard``."""
+    """Examples for every split; loaders of indices.
+
+    With ``shard`` (like ``GenerationDataModule``), evaluation loaders under DDP use
+    :class:`UnrepeatedDistributedSampler` (each question on exactly one rank); without it, a plain
+    loader that Lightning gives its padding ``DistributedSampler``.
+    """
 
     def __init__(self, shard: bool = True, batch_size: int = 2) -> None:
         super().__init__()
@@ -158,9 +164,10 @@ class TinyDataModule(L.LightningDataModule):
     def _loader(self) -> DataLoader:
         idx = list(range(len(EXAMPLES)))
         trainer = self.trainer
+        sampler = None
         if self.shard and trainer is not None and trainer.world_size > 1:
-            idx = idx[trainer.global_rank :: trainer.world_size]
-        return DataLoader(idx, batch_size=self.batch_size, collate_fn=collate)
+            sampler = UnrepeatedDistributedSampler(idx, trainer.world_size, trainer.global_rank)  # type: ignore[arg-type]
+        return DataLoader(idx, batch_size=self.batch_size, collate_fn=collate, sampler=sampler)
 
     def train_dataloader(self) -> DataLoader:
         return self._loader()
@@ -235,7 +242,6 @@ def main() -> None:
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
-        use_distributed_sampler=args.sampler == "lightning",
     )
     trainer.validate(FakeGenerator(), datamodule=TinyDataModule(shard=args.sampler == "unrepeated"))
     report = {

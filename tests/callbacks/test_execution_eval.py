@@ -153,7 +153,6 @@ def test_prediction_writer(store_dir: Path, tmp_path: Path, from_outputs: bool) 
 
 
 # -- W&B offline ----------------------------------------------------------------------------
-@pytest.mark.slow
 def test_wandb_offline_run_contains_val_metrics(
     store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,7 +9,11 @@ from kbqa_lit.data.schema import Answer, KBQAExample, write_jsonl
 
 FIRST = ["Ada", "Alan", "Grace", "Edsger", "Barbara", "Donald", "Frances", "John"]
 LAST = ["Lovelace", "Turing", "Hopper", "Dijkstra", "Liskov", "Knuth", "Allen", "Backus"]
-CITIES = [("m.c0", "London", "m.k0", "England"), ("m.c1", "Paris", "m.k1", "France"), ("m.c2", "Rome", "m.k2", "Italy")]
+CITIES = [
+    ("m.c0", "London", "m.k0", "England"),
+    ("m.c1", "Paris", "m.k1", "France"),
+    ("m.c2", "Rome", "m.k2", "Italy"),
+]
 FILLER = "according to the records kept in the old city archive".split()
 
 
@@ -31,7 +35,8 @@ def make_examples(n: int, seed: int = 0, prefix: str = "q") -> list[KBQAExample]
             sexpr = f"(JOIN (R location.location.containedby) (JOIN (R people.person.place_of_birth) {pid}))"
             answers = [Answer(kid, country)]
             decomposition = (
-                f"[SUBQ] where was {name} born? [ANS] {city} [SUBQ] which country is {city} in? [ANS] {country}"
+                f"[SUBQ] where was {name} born? [ANS] {city} "
+                f"[SUBQ] which country is {city} in? [ANS] {country}"
             )
         else:
             question = f"How many films did {name} direct {tail}?"

@@ -23,7 +23,9 @@ EX = KBQAExample(
     answers=[],
     topic_entities={"m.p1": "Ada Lovelace"},
     s_expression="(JOIN (R location.location.containedby) (JOIN (R people.person.place_of_birth) m.p1))",
-    decomposition="[SUBQ] where was Ada Lovelace born? [ANS] London [SUBQ] which country is London in? [ANS] England",
+    decomposition=(
+        "[SUBQ] where was Ada Lovelace born? [ANS] London [SUBQ] which country is London in? [ANS] England"
+    ),
     meta={"patterns": [["people.person.place_of_birth", "m.p1"], "free text pattern"]},
 )
 LF = (
@@ -65,7 +67,10 @@ def test_inputs_without_decomposition_or_patterns() -> None:
 def test_predicted_patterns_and_their_shapes() -> None:
     t = coq_texts(EX, use_decomposition=False, patterns="predicted")
     assert t["source"] == f"Translate to S-expression: {EX.question} | {GOLD_P} | free text pattern"
-    assert render_pattern({"relation": "a.b.c_d", "entity": "m.z", "label": "Zed"}, {}) == "[ a , b , c d ] , [ Zed ]"
+    assert (
+        render_pattern({"relation": "a.b.c_d", "entity": "m.z", "label": "Zed"}, {})
+        == "[ a , b , c d ] , [ Zed ]"
+    )
     assert render_pattern(("a.b.c", "m.unknown"), {}) == "[ a , b , c ] , [ m.unknown ]"
     with pytest.raises(ValueError):
         render_pattern(42, {})
@@ -75,7 +80,10 @@ def test_predicted_patterns_and_their_shapes() -> None:
 
 def test_gold_patterns_come_from_meta_or_the_gold_sexpr() -> None:
     assert gold_patterns(EX.s_expression) == [("people.person.place_of_birth", "m.p1")]
-    assert gold_patterns("(AND (JOIN a.b.c m.x) (JOIN (R d.e.f) m.y))") == [("a.b.c", "m.x"), ("d.e.f", "m.y")]
+    assert gold_patterns("(AND (JOIN a.b.c m.x) (JOIN (R d.e.f) m.y))") == [
+        ("a.b.c", "m.x"),
+        ("d.e.f", "m.y"),
+    ]
     assert gold_patterns("not an s-expression (") == []
     ex = KBQAExample(qid="z", question="q?", meta={"gold_patterns": ["given"]}, s_expression=EX.s_expression)
     assert coq_texts(ex, use_decomposition=False)["source"] == "Translate to S-expression: q? | given"
@@ -96,7 +104,13 @@ def test_batch_format_and_index_maps_to_examples(data_dir: Path) -> None:
     dm.setup("fit")
     batch = next(iter(dm.val_dataloader()))
     assert set(batch) == {
-        "input_ids", "attention_mask", "labels", "ans_input_ids", "ans_attention_mask", "ans_labels", "index"
+        "input_ids",
+        "attention_mask",
+        "labels",
+        "ans_input_ids",
+        "ans_attention_mask",
+        "ans_labels",
+        "index",
     }
     assert all(v.dtype == torch.long for v in batch.values())
     assert batch["index"].tolist() == [0, 1, 2]  # file order
@@ -226,7 +240,6 @@ def test_length_bucket_sampler_shards_ranks_evenly() -> None:
     assert len(parts[0]) + len(parts[1]) == 22  # one repeat pads the last global batch
 
 
-@pytest.mark.slow
 def test_synthetic_world_is_built_on_first_use(tmp_path: Path) -> None:
     dm = GenerationDataModule(data_dir=str(tmp_path / "syn"), synthetic_seed=0, batch_size=8)
     assert (tmp_path / "syn" / "train.jsonl").is_file()
@@ -234,5 +247,7 @@ def test_synthetic_world_is_built_on_first_use(tmp_path: Path) -> None:
     batch = next(iter(dm.train_dataloader()))
     ex = dm.examples("train")[int(batch["index"][0])]
     assert ex.question in dm.tokenizer.decode(batch["input_ids"][0], skip_special_tokens=True)
-    info = json.loads(next((tmp_path / "syn" / ".cache" / "generation").glob("train-*/dataset_info.json")).read_text())
+    info = json.loads(
+        next((tmp_path / "syn" / ".cache" / "generation").glob("train-*/dataset_info.json")).read_text()
+    )
     assert "input_ids" in info["features"]

@@ -269,7 +269,7 @@ def test_pathological_beam_times_out_and_the_next_beam_wins(dense_store_dir: Pat
         waited = time.monotonic() - start
     assert sel.chosen_beam == 1 and len(sel.answers) == 30
     assert sel.errors and "timeout" in sel.errors[0]
-    assert waited < 2.5
+    assert waited < 3.0  # the query alone would run for minutes
 
 
 class _SlowHandler(BaseHTTPRequestHandler):
