@@ -60,6 +60,34 @@ def register(subparsers: Any) -> None:
     synth.add_argument("--size", choices=SYNTH_SIZES, default="small", help="world size (default small)")
     synth.set_defaults(func=run_synth)
 
+    split = sub.add_parser(
+        "split",
+        help="split a common-schema JSON-lines file into train/dev/test.jsonl (by a hash of the qid)",
+        description="Deterministic split: a question's split depends only on its qid, the seed and the fractions.",
+    )
+    split.add_argument("--input", required=True, type=Path, help="common-schema JSON-lines file")
+    split.add_argument("--out", required=True, type=Path, help="output folder for train/dev/test.jsonl")
+    split.add_argument(
+        "--fractions",
+        type=float,
+        nargs="+",
+        default=[0.8, 0.1, 0.1],
+        help="train dev [test] (default 0.8 0.1 0.1)",
+    )
+    split.add_argument("--seed", type=int, default=0, help="seed of the assignment (default 0)")
+    split.set_defaults(func=run_split)
+
+
+def run_split(args: argparse.Namespace) -> int:
+    """Handle ``kbqa data split``."""
+    from kbqa_lit.data.split import split_file
+
+    if not args.input.is_file():
+        raise UserInputError(f"no such file: {args.input}")
+    counts = split_file(args.input, args.out, args.fractions, args.seed)
+    print_json({"input": str(args.input), "out": str(args.out), "seed": args.seed, "examples": counts})
+    return 0
+
 
 def _missing_subcommand(parser: argparse.ArgumentParser) -> int:
     raise UserInputError(f"choose a subcommand: {parser.prog} convert|synth (see --help)")
