@@ -8,7 +8,7 @@
    ``on_train_batch_end`` (forward, backward, optimiser, scheduler, logging); "iteration" is
    start → next start (adds the loop, the dataloader and the hooks in between).
 2. Padding waste: the share of pad positions in the ``attention_mask`` tensors (LF + answer
-   inputs) and in the labels over one training epoch, with and without length buckets.
+   inputs) and in the labels over three training epochs, with and without length buckets.
 
 Usage: ``python benchmarks/bench_generator.py [--steps 40] [--rounds 3] [--threads N] [--no-readme]``.
 """

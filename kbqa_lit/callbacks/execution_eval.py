@@ -49,6 +49,8 @@ from torchmetrics import Metric
 from kbqa_lit.data.schema import Answer, KBQAExample
 from kbqa_lit.errors import SExprError
 from kbqa_lit.kb.cache import ExecutionCache
+from kbqa_lit.kb.loaders import build_store
+from kbqa_lit.kb.oxigraph_runner import STORE_MARKER
 from kbqa_lit.kb.normalize import invert_labels
 from kbqa_lit.kb.store import open_store
 from kbqa_lit.metrics.answer_metrics import AnswerMetrics
@@ -167,6 +169,9 @@ class ExecutionGuidedEval(L.Callback):
             ``(R r)`` with the reverse of ``r`` (``None``: relations compared as written).
         map_answers_by_name: On fallback, map each answer-text part to KB ids by exact
             ``type.object.name`` (one cached query per part); otherwise keep the text.
+        build_from: Triple files to build the embedded store from when ``store`` holds none yet
+            (e.g. the synthetic world's ``kb.nt``; built once, by global rank 0).
+        build_format: Format of ``build_from``: ``nt``, ``tsv``, ``metaqa`` or ``pathquestion``.
 
     """
 
@@ -185,6 +190,8 @@ class ExecutionGuidedEval(L.Callback):
         stages: Sequence[str] = ("validate", "test"),
         reverse_properties: str | None = None,
         map_answers_by_name: bool = True,
+        build_from: Sequence[str] | None = None,
+        build_format: str = "nt",
     ) -> None:
         super().__init__()
         stages = [stages] if isinstance(stages, str) else list(stages)
@@ -209,6 +216,8 @@ class ExecutionGuidedEval(L.Callback):
         self.stages = stages
         self.reverse_properties = reverse_properties
         self.map_answers_by_name = map_answers_by_name
+        self.build_from = [build_from] if isinstance(build_from, str) else list(build_from or [])
+        self.build_format = build_format
         self.kb: Any = None
         self.selector: ExecutionGuidedSelector | None = None
         self.names: KBNameLookup | None = None
@@ -232,6 +241,7 @@ class ExecutionGuidedEval(L.Callback):
         if needed not in self.stages:
             return
         if self.kb is None:
+            self._build_store_if_missing(trainer)
             disk = ExecutionCache(self.disk_cache) if self.disk_cache else None
             kwargs: dict[str, Any] = {"timeout": self.timeout, "disk_cache": disk}
             if not re.match(r"^https?://", self.store_spec, re.IGNORECASE):
@@ -254,6 +264,14 @@ class ExecutionGuidedEval(L.Callback):
             message=r"It is recommended to use `self\.log\('(val|test)/(" + "|".join(LOGGED) + r")'",
             category=PossibleUserWarning,
         )
+
+    def _build_store_if_missing(self, trainer: L.Trainer) -> None:
+        """Build the embedded store from ``build_from`` on first use (global rank 0; others wait)."""
+        if not self.build_from or re.match(r"^https?://", self.store_spec, re.IGNORECASE):
+            return
+        if not (Path(self.store_spec) / STORE_MARKER).is_file() and trainer.is_global_zero:
+            build_store(self.store_spec, self.build_from, self.build_format, overwrite=True)
+        trainer.strategy.barrier("kbqa_build_store")
 
     def teardown(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         """Stop the thread pool and the store's worker processes."""

@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 from lightning.pytorch import LightningModule
+from lightning.pytorch.utilities import rank_zero_warn
 from torch import nn
 from transformers import (
     AutoTokenizer,
@@ -72,7 +73,8 @@ class MultitaskGenerator(LightningModule):
         weight_decay: AdamW weight decay (not applied to biases and LayerNorm weights).
         warmup_steps: Linear warm-up steps before the linear decay to 0; 0 uses ``warmup_ratio``.
         warmup_ratio: Warm-up as a share of all optimiser steps (when ``warmup_steps`` is 0).
-        max_target_length: Default ``max_new_tokens`` of :meth:`generate_lf` when not given.
+        max_target_length: Longest generation of :meth:`predict_step` (the callback passes its own
+            ``max_new_tokens``); match the datamodule's ``max_target_length``.
     """
 
     def __init__(
@@ -164,8 +166,10 @@ class MultitaskGenerator(LightningModule):
     def predict_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> dict[str, Any]:
         """Greedy S-expression (and answer) per example, with ``index``; beams are the callback's job."""
         out: dict[str, Any] = {"index": batch["index"].tolist()}
-        out["lf"] = [beams[0] for beams in self.generate_lf(batch, num_beams=1, num_return_sequences=1)]
-        answers = self.generate_answer(batch)
+        limit = int(self.hparams.max_target_length)
+        beams = self.generate_lf(batch, num_beams=1, num_return_sequences=1, max_new_tokens=limit)
+        out["lf"] = [b[0] for b in beams]
+        answers = self.generate_answer(batch, max_new_tokens=limit)
         if answers:
             out["answer"] = answers
         return out
@@ -288,11 +292,18 @@ class MultitaskGenerator(LightningModule):
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Restore the tokenizer (unless one was given) and rebuild the network if its shape differs."""
         files = checkpoint.get("tokenizer_files")
-        if self.tokenizer is None and files:
+        if files:
             with tempfile.TemporaryDirectory() as tmp:
                 for name, data in files.items():
                     (Path(tmp) / name).write_bytes(data)
-                self.tokenizer = AutoTokenizer.from_pretrained(tmp, local_files_only=True)
+                stored_tok = AutoTokenizer.from_pretrained(tmp, local_files_only=True)
+            if self.tokenizer is None:
+                self.tokenizer = stored_tok
+            elif self.tokenizer.get_vocab() != stored_tok.get_vocab():
+                rank_zero_warn(
+                    "the tokenizer given to MultitaskGenerator differs from the one saved in the "
+                    "checkpoint; generations will be decoded with the given one"
+                )
         stored = checkpoint.get("model_config")
         if stored:
             current = self.model.config.to_dict()

@@ -1,0 +1,1 @@
+"""Inference across trained parts, where models meet the knowledge base."""
