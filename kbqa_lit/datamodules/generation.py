@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader, Sampler
@@ -99,11 +99,11 @@ class GenerationDataModule(LightningDataModule):
         test_file: str | None = None,
         predict_file: str | None = None,
         synthetic_seed: int | None = None,
-        synthetic_size: str = "small",
+        synthetic_size: Literal["small", "medium", "large"] = "small",
         tokenizer_name_or_path: str | None = None,
         vocab_size: int = 2000,
         use_decomposition: bool = True,
-        patterns: str = "gold",
+        patterns: Literal["gold", "predicted", "none"] = "gold",
         answer_task: bool = True,
         max_source_length: int = 256,
         max_target_length: int = 128,

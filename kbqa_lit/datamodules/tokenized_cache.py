@@ -106,6 +106,11 @@ def encode_examples(
     if answer_task:
         cols["ans_input_ids"] = encode([t["ans_source"] for t in texts], max_source_length)
         cols["ans_labels"] = encode([t["ans_target"] for t in texts], max_target_length)
+    unk = tokenizer.unk_token_id
+    if unk is not None:
+        bad = sum(unk in ids for key in ("labels", "ans_labels") for ids in cols.get(key, ()))
+        if bad:
+            log.warning("%d targets contain %s: the tokenizer cannot spell them", bad, tokenizer.unk_token)
     dropped = len(examples) - len(keep)
     if dropped:
         log.warning("left out %d of %d examples without a gold S-expression", dropped, len(examples))

@@ -153,3 +153,5 @@ def test_fast_dev_run_fit_logs_and_checkpoint_round_trip(dm, tmp_path: Path) -> 
         torch.testing.assert_close(restored.compute_losses(batch)["loss"], m.compute_losses(batch)["loss"])
     out = trainer.test(restored, datamodule=dm, verbose=False)[0]
     assert set(out) == {"test/loss"}
+    (pred,) = trainer.predict(restored, datamodule=dm)
+    assert pred["index"] == [0, 1, 2] and len(pred["lf"]) == len(pred["answer"]) == 3

@@ -1,0 +1,311 @@
+"""``InstructionDataModule``: TFS-KBQA's instruction tasks for causal-LM fine-tuning (LoRA).
+
+Each split is a JSON-lines file of :class:`~kbqa_lit.data.schema.KBQAExample` (any dataset
+converted with ``kbqa data convert``, or the synthetic world, built into ``data_dir`` on first use
+when ``synthetic_seed`` is set). Every example gives one row per configured task (see
+:mod:`kbqa_lit.datamodules.prompts`): ``s1`` question → logical form with entity mentions,
+``s2_items`` question → ``relations ; mentions``, ``s2_lf`` question and items → logical form,
+``s3`` question → answer names. Several tasks are mixed in one run (rows shuffled together) or
+one task per run, by ``tasks``.
+
+Rows are tokenised by :class:`~kbqa_lit.datamodules.instruction_batches.InstructionEncoder`
+(Alpaca prompt by default, LLaMA-2 chat as an option; loss on the response only; prompts of at
+most ``max_length`` tokens) and padded by
+:class:`~kbqa_lit.datamodules.instruction_batches.InstructionCollator`: batches hold
+``input_ids``, ``attention_mask``, ``labels``, left-padded ``prompt_input_ids``/
+``prompt_attention_mask`` for generation, ``index`` (positions in :meth:`examples` of the
+split) and ``task`` (positions in :data:`~kbqa_lit.datamodules.prompts.TASKS`).
+
+Training rows need a gold response; evaluation rows without one have all-``-100`` labels (for
+generation). Under DDP, validation/test/predict use
+:class:`~kbqa_lit.datamodules.samplers.UnrepeatedDistributedSampler` (every row on exactly one
+rank); training batches are shuffled and sharded by Lightning's distributed sampler.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from lightning.pytorch import LightningDataModule
+from torch.utils.data import DataLoader
+from transformers import PreTrainedTokenizerBase
+
+from kbqa_lit.data.schema import KBQAExample, read_jsonl
+from kbqa_lit.datamodules.instruction_batches import InstructionCollator, InstructionEncoder, pad_id
+from kbqa_lit.datamodules.prompts import TASKS, check_tasks, task_input, task_target
+from kbqa_lit.datamodules.samplers import UnrepeatedDistributedSampler
+from kbqa_lit.errors import UserInputError
+from kbqa_lit.modules.causal_backbones import build_causal_tokenizer
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("train", "val", "test", "predict")
+_ALIASES = {"dev": "val", "valid": "val", "validation": "val", "validate": "val"}
+_DEFAULT_NAMES = {"train": ("train.jsonl",), "val": ("dev.jsonl", "val.jsonl"), "test": ("test.jsonl",)}
+_STAGE_SPLITS = {"fit": ("train", "val"), "validate": ("val",), "test": ("test",), "predict": ("predict",)}
+
+
+class InstructionDataModule(LightningDataModule):
+    """Instruction data for :class:`~kbqa_lit.modules.lora_causal_lm.LoraCausalLM` (TFS-KBQA).
+
+    Args:
+        data_dir: Folder of the split files (``train.jsonl``, ``dev.jsonl`` or ``val.jsonl``,
+            ``test.jsonl``); also home of a trained tokenizer (``.tokenizer/``).
+        train_file: Training file (JSON lines, common schema); default ``<data_dir>/train.jsonl``.
+            A relative path is looked up in ``data_dir`` first.
+        val_file: Validation file; default ``<data_dir>/dev.jsonl`` (or ``val.jsonl``).
+        test_file: Test file; default ``<data_dir>/test.jsonl``.
+        predict_file: File for ``predict``; default the test file.
+        synthetic_seed: When set and the split files are missing, build the synthetic world
+            (``build_world(data_dir, seed)``) into ``data_dir`` on first use.
+        synthetic_size: Size of that world: ``small``, ``medium`` or ``large``.
+        tasks: Instruction tasks of this run: one or several of ``s1``, ``s2_items``, ``s2_lf``,
+            ``s3`` (a list, or a comma-separated string); several are mixed in one run.
+        instructions: Task → instruction text, overriding the paper's instructions.
+        template: Prompt template: ``alpaca`` (default) or ``llama2_chat``.
+        system_prompt: System prompt of the ``llama2_chat`` template (``None``: no system block).
+        tokenizer_name_or_path: Hub name or local folder of the tokenizer (the base model's,
+            e.g. ``meta-llama/Llama-2-7b-hf`` or a merged model's folder); ``None`` trains a
+            byte-level BPE tokenizer on the training prompts and responses, cached under
+            ``<data_dir>/.tokenizer``.
+        vocab_size: Vocabulary size of a trained tokenizer.
+        max_length: Most prompt tokens (the paper's max input length, 128); a longer input is cut
+            at its end, the instruction and the response cue are kept.
+        max_response_length: Most response tokens, the end token included (never cut).
+        max_answers: S3 responses list at most this many answer names.
+        batch_size: Training batch size (per device; the paper uses 8).
+        eval_batch_size: Validation/test/predict batch size (per device).
+        num_workers: DataLoader worker processes.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | None = None,
+        train_file: str | None = None,
+        val_file: str | None = None,
+        test_file: str | None = None,
+        predict_file: str | None = None,
+        synthetic_seed: int | None = None,
+        synthetic_size: str = "small",
+        tasks: str | list[str] = "s1",
+        instructions: dict[str, str] | None = None,
+        template: str = "alpaca",
+        system_prompt: str | None = None,
+        tokenizer_name_or_path: str | None = None,
+        vocab_size: int = 2000,
+        max_length: int = 128,
+        max_response_length: int = 128,
+        max_answers: int = 10,
+        batch_size: int = 8,
+        eval_batch_size: int = 16,
+        num_workers: int = 0,
+    ) -> None:
+        super().__init__()
+        if data_dir is None and not any((train_file, val_file, test_file, predict_file)):
+            raise UserInputError("InstructionDataModule needs data_dir or at least one split file")
+        if synthetic_seed is not None and data_dir is None:
+            raise UserInputError("synthetic_seed needs data_dir (where the world is built)")
+        try:
+            self.tasks: tuple[str, ...] = check_tasks(tasks)
+            InstructionEncoder(None, template, instructions, system_prompt, max_length, max_response_length)
+        except ValueError as exc:
+            raise UserInputError(str(exc)) from None
+        self.save_hyperparameters()
+        self.data_dir = Path(data_dir).expanduser() if data_dir else None
+        self._files = {"train": train_file, "val": val_file, "test": test_file, "predict": predict_file}
+        self._examples: dict[str, list[KBQAExample]] = {}
+        self._rows: dict[str, list[dict[str, Any]]] = {}
+        self.tokenizer: PreTrainedTokenizerBase = self._build_tokenizer()
+        self.encoder = InstructionEncoder(
+            self.tokenizer, template, instructions, system_prompt, max_length, max_response_length
+        )
+
+    # ------------------------------------------------------------------ files and examples
+
+    def _home(self) -> Path:
+        if self.data_dir is not None:
+            return self.data_dir
+        for name in SPLITS:
+            path = self.split_file(name)
+            if path is not None:
+                return path.parent
+        raise UserInputError("no data_dir and no split file")
+
+    def split_file(self, split: str) -> Path | None:
+        """The file of ``split`` (``train``/``val``/``test``/``predict``), or ``None`` if it has none."""
+        split = _ALIASES.get(split, split)
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}; choose from {SPLITS}")
+        given = self._files[split]
+        if given is not None:
+            path = Path(given).expanduser()
+            if not path.is_absolute() and self.data_dir is not None and (self.data_dir / path).exists():
+                return self.data_dir / path
+            return path
+        if split == "predict":
+            return self.split_file("test")
+        if self.data_dir is None:
+            return None
+        names = _DEFAULT_NAMES[split]
+        return next(
+            (self.data_dir / n for n in names if (self.data_dir / n).is_file()), self.data_dir / names[0]
+        )
+
+    def _has(self, split: str) -> bool:
+        path = self.split_file(split)
+        return path is not None and path.is_file()
+
+    def _ensure_data(self) -> None:
+        """Build the synthetic world into ``data_dir`` when asked to and its files are missing."""
+        if self.hparams.synthetic_seed is None or self.data_dir is None:
+            return
+        if all(self._has(s) for s in ("train", "val", "test")):
+            return
+        from filelock import FileLock
+
+        from kbqa_lit.data.synthetic import build_world
+
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(self.data_dir / ".build_world.lock")):
+            if not all(self._has(s) for s in ("train", "val", "test")):
+                log.info("building the synthetic world (seed %s) in %s", self.hparams.synthetic_seed, self.data_dir)
+                build_world(self.data_dir, seed=self.hparams.synthetic_seed, size=self.hparams.synthetic_size)
+
+    def examples(self, split: str) -> list[KBQAExample]:
+        """The examples of ``split`` in file order; ``batch["index"]`` indexes this list.
+
+        Raises:
+            UserInputError: When the split has no file or the file is missing.
+        """
+        split = _ALIASES.get(split, split)
+        if split not in self._examples:
+            self._ensure_data()
+            path = self.split_file(split)
+            if path is None or not path.is_file():
+                raise UserInputError(f"no {split} file: {path if path is not None else '(none configured)'}")
+            self._examples[split] = list(read_jsonl(path))
+        return self._examples[split]
+
+    # ------------------------------------------------------------------ tokenizer
+
+    def _tokenizer_texts(self) -> list[str]:
+        self._ensure_data()
+        splits = ["train"] if self._has("train") else [s for s in ("val", "test", "predict") if self._has(s)]
+        if splits != ["train"]:
+            log.warning("no training file: training the tokenizer on %s", ", ".join(splits) or "nothing")
+        text_encoder = InstructionEncoder(
+            None,
+            self.hparams.template,
+            self.hparams.instructions,
+            self.hparams.system_prompt,
+        )
+        texts: list[str] = []
+        for split in dict.fromkeys(splits):
+            for ex in self.examples(split):
+                for task in TASKS:  # every task, so one tokenizer serves runs of any task mix
+                    target = task_target(task, ex, self.hparams.max_answers)
+                    texts.append(text_encoder.prompt_text(task, task_input(task, ex)))
+                    if target:
+                        texts.append(target)
+        return texts
+
+    def _build_tokenizer(self) -> PreTrainedTokenizerBase:
+        name = self.hparams.tokenizer_name_or_path
+        if name is not None:
+            return build_causal_tokenizer(name)
+        texts = self._tokenizer_texts()
+        if not texts:
+            raise UserInputError("no examples to train a tokenizer on; set tokenizer_name_or_path or the files")
+        return build_causal_tokenizer(
+            train_texts=texts, vocab_size=self.hparams.vocab_size, cache_dir=self._home() / ".tokenizer"
+        )
+
+    @property
+    def pad_token_id(self) -> int:
+        """The padding id of the tokenizer."""
+        return pad_id(self.tokenizer)
+
+    # ------------------------------------------------------------------ rows
+
+    def rows(self, split: str) -> list[dict[str, Any]]:
+        """Tokenised rows of ``split``: per example (file order), one row per task of this run.
+
+        A training row needs a gold response; an evaluation row without one keeps all-``-100``
+        labels (S2-t2 rows need the gold items, as their input is built from them).
+        """
+        split = _ALIASES.get(split, split)
+        if split not in self._rows:
+            out: list[dict[str, Any]] = []
+            skipped = 0
+            for i, ex in enumerate(self.examples(split)):
+                for task in self.tasks:
+                    target = task_target(task, ex, self.hparams.max_answers)
+                    if target is None and (split == "train" or task == "s2_lf"):
+                        skipped += 1
+                        continue
+                    row = self.encoder.encode(task, task_input(task, ex), target)
+                    row.update(index=i, task=TASKS.index(task))
+                    out.append(row)
+            if skipped:
+                log.info("%s: %d (example, task) rows without a gold response left out", split, skipped)
+            self._rows[split] = out
+        return self._rows[split]
+
+    def prepare_data(self) -> None:
+        """Build the synthetic world if asked to (rank 0 only)."""
+        self._ensure_data()
+
+    def setup(self, stage: str | None = None) -> None:
+        """Tokenise the splits the stage needs (``fit`` → train and, when present, val)."""
+        for split in _STAGE_SPLITS.get(stage or "", SPLITS):
+            if split == "val" and stage == "fit" and not self._has("val"):
+                continue
+            self.rows(split)
+
+    # ------------------------------------------------------------------ loaders
+
+    def _world(self) -> tuple[int, int]:
+        trainer = getattr(self, "trainer", None)
+        if trainer is None:
+            return 1, 0
+        return int(trainer.world_size), int(trainer.global_rank)
+
+    def _loader(self, split: str, batch_size: int, shuffle: bool) -> DataLoader:
+        rows = self.rows(split)
+        world, rank = self._world()
+        sampler = UnrepeatedDistributedSampler(rows, world, rank) if world > 1 and not shuffle else None
+        workers = self.hparams.num_workers
+        return DataLoader(
+            rows,  # type: ignore[arg-type]
+            batch_size=batch_size,
+            shuffle=shuffle,
+            sampler=sampler,
+            collate_fn=InstructionCollator(self.pad_token_id),
+            num_workers=workers,
+            persistent_workers=workers > 0,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        """Shuffled training rows of every task (Lightning shards them under DDP)."""
+        return self._loader("train", self.hparams.batch_size, shuffle=True)
+
+    def val_dataloader(self) -> DataLoader | list:
+        """Validation rows in order (exactly one rank per row under DDP); ``[]`` without a file."""
+        return self._loader("val", self.hparams.eval_batch_size, False) if self._has("val") else []
+
+    def test_dataloader(self) -> DataLoader:
+        """Test rows in order (exactly one rank per row under DDP)."""
+        return self._loader("test", self.hparams.eval_batch_size, shuffle=False)
+
+    def predict_dataloader(self) -> DataLoader:
+        """Prediction rows in order (exactly one rank per row under DDP)."""
+        return self._loader("predict", self.hparams.eval_batch_size, shuffle=False)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Nothing to restore: the data and tokenizer are rebuilt from the hyper-parameters."""
+        return {}
+
+
+__all__ = ["InstructionDataModule"]

@@ -1,0 +1,701 @@
+"""A local OpenLink Virtuoso 7 SPARQL endpoint: write ``virtuoso.ini``, bulk-load, start, stop.
+
+:class:`VirtuosoServer` manages one database directory::
+
+    with VirtuosoServer("/data/vdb", http_port=8890, isql_port=1111) as server:  # prepare + start
+        server.load(["/data/kb.nt"])                 # ld_add + rdf_loader_run() + checkpoint
+        store = server.store(timeout=30)             # an EndpointStore on the loaded graph
+        ...
+    # leaving the block shuts the server down (``clean_on_exit=True`` also deletes the database)
+
+- :meth:`~VirtuosoServer.prepare` writes ``virtuoso.ini`` with the database files in the
+  directory, both listeners bound to ``127.0.0.1`` (``[Parameters] ServerPort`` for isql,
+  ``[HTTPServer] ServerPort`` for ``/sparql``), ``DirsAllowed`` covering the directory and the
+  data directories, buffer sizes derived from ``memory`` (Virtuoso's rule: 85,000 8-KB buffers
+  per GB given to it, ``MaxDirtyBuffers`` ≈ ¾ of them) and the ``[SPARQL]`` limits.
+- :meth:`~VirtuosoServer.start` runs ``virtuoso-t +foreground +configfile virtuoso.ini`` in the
+  background (``detach=True``: in its own session, so it outlives the caller), records pid,
+  ports and the dba password in ``kbqa-virtuoso.json`` (mode 0600) and waits until ``/sparql``
+  answers and the isql port accepts connections; on failure it kills the process and raises a
+  :class:`~kbqa_lit.errors.StoreError` that ends with the server log's tail.
+- :meth:`~VirtuosoServer.load` registers the files with the bulk loader (``ld_add``, the per-file
+  form of ``ld_dir``), runs ``rdf_loader_run()`` (in ``loaders`` parallel isql sessions) and
+  ``checkpoint``, and raises when the loader recorded an error for a file.
+- :meth:`~VirtuosoServer.stop` sends ``shutdown`` through isql, then SIGTERM/SIGKILL as
+  fallbacks; :meth:`~VirtuosoServer.cleanup` also deletes the database files.
+
+The default graph: Virtuoso 7.2.5 answers a query without ``FROM`` over the union of ALL graphs,
+which includes its own system graphs (``virtrdf:``, about 2,500 triples); ``[SPARQL]
+DefaultGraph`` in the ini does not change that. The data therefore goes into one named graph
+(``graph``) and :meth:`~VirtuosoServer.store` sends ``default-graph-uri=<graph>`` with every
+query (the standard SPARQL protocol parameter), so the default graph is exactly the loaded data.
+Queries from :func:`~kbqa_lit.kb.sparql.sexpr_to_sparql` always name Freebase relations, so they
+would give the same answers over the union too.
+
+A fresh database gets a random dba password (kept in the state file) unless ``password`` is
+given; the password is passed to ``isql-vt`` on its command line, so local users can see it while
+isql runs. Both ports listen on ``127.0.0.1`` only; ``/sparql`` is read-only (Virtuoso's
+``SPARQL`` user may not update).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from kbqa_lit.errors import StoreError
+
+DEFAULT_GRAPH = "http://freebase.com"
+INI_FILE = "virtuoso.ini"
+STATE_FILE = "kbqa-virtuoso.json"
+LOG_FILE = "virtuoso.log"
+OUT_FILE = "virtuoso.out"
+LOAD_DIR = "load"
+#: Every file a database directory may hold (what :meth:`VirtuosoServer.cleanup` deletes).
+DB_FILES = (
+    "virtuoso.db",
+    "virtuoso.trx",
+    "virtuoso.pxa",
+    "virtuoso.lck",
+    "virtuoso-temp.db",
+    "virtuoso-temp.trx",
+    LOG_FILE,
+    OUT_FILE,
+    INI_FILE,
+    STATE_FILE,
+)
+INSTALL_HINT = "Virtuoso is not installed: apt-get install virtuoso-opensource-7-bin"
+#: Virtuoso's sizing rule: 85,000 buffers of 8 KB per GB of memory given to the server.
+BUFFERS_PER_GB = 85_000
+_SEARCH_DIRS = (
+    "/usr/bin",
+    "/usr/local/bin",
+    "/usr/local/virtuoso-opensource/bin",
+    "/opt/virtuoso-opensource/bin",
+    "/opt/virtuoso/bin",
+)
+_MEMORY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+_GRAPH_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s<>\"'{}|^`\\]+$")
+
+
+def find_binaries(virtuoso: str | None = None, isql: str | None = None) -> tuple[str, str]:
+    """Locate ``virtuoso-t`` and Virtuoso's isql (``isql-vt`` on Debian).
+
+    Args:
+        virtuoso: An explicit server binary (else ``$KBQA_VIRTUOSO_BIN``, PATH, Debian's and
+            OpenLink's install directories).
+        isql: An explicit isql binary (else ``$KBQA_VIRTUOSO_ISQL``, ``isql-vt``/``isql-v`` on
+            PATH, or ``isql`` beside the server binary — never unixODBC's ``isql``).
+
+    Returns:
+        ``(virtuoso_t, isql)`` paths.
+
+    Raises:
+        StoreError: When either binary is missing (the message says how to install them).
+
+    """
+    server = virtuoso or os.environ.get("KBQA_VIRTUOSO_BIN") or shutil.which("virtuoso-t")
+    if not server:
+        server = next((f"{d}/virtuoso-t" for d in _SEARCH_DIRS if os.access(f"{d}/virtuoso-t", os.X_OK)), None)
+    client = isql or os.environ.get("KBQA_VIRTUOSO_ISQL") or shutil.which("isql-vt") or shutil.which("isql-v")
+    if not client and server:
+        here = Path(server).resolve().parent
+        client = next(
+            (str(here / n) for n in ("isql-vt", "isql-v", "isql") if os.access(here / n, os.X_OK)), None
+        )
+    if not client:
+        client = next((f"{d}/isql-vt" for d in _SEARCH_DIRS if os.access(f"{d}/isql-vt", os.X_OK)), None)
+    if not server or not client or not os.access(server, os.X_OK) or not os.access(client, os.X_OK):
+        raise StoreError(INSTALL_HINT)
+    return server, client
+
+
+def parse_memory(memory: str | int) -> int:
+    """Return a memory size in bytes from ``"512M"``, ``"2G"``, ``"1.5GB"`` or a byte count.
+
+    Raises:
+        ValueError: For anything else or a size under 64 MB.
+
+    """
+    if isinstance(memory, int):
+        size = memory
+    else:
+        m = _MEMORY_RE.match(str(memory))
+        if not m:
+            raise ValueError(f"not a memory size: {memory!r} (use e.g. 512M, 4G, 64G)")
+        power = " kmgt".index((m.group(2) or " ").lower())
+        size = int(float(m.group(1)) * 1024**power)
+    if size < 64 * 1024**2:
+        raise ValueError(f"memory for Virtuoso must be at least 64M, got {memory!r}")
+    return size
+
+
+def buffers_for(memory: str | int) -> tuple[int, int]:
+    """Return ``(NumberOfBuffers, MaxDirtyBuffers)`` for the memory given to Virtuoso."""
+    buffers = int(parse_memory(memory) / 1024**3 * BUFFERS_PER_GB)
+    return buffers, buffers * 3 // 4
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def render_ini(
+    directory: Path,
+    http_port: int,
+    isql_port: int,
+    dirs_allowed: Sequence[str | Path] = (),
+    memory: str | int = "1G",
+    max_query_seconds: int = 0,
+    max_rows: int = 100_000,
+    http_threads: int = 16,
+) -> str:
+    """Return the text of a ``virtuoso.ini`` for a database in ``directory``.
+
+    Args:
+        directory: Where the database, transaction log, temp database and log live.
+        http_port: ``/sparql`` port (bound to 127.0.0.1).
+        isql_port: isql/ODBC port (bound to 127.0.0.1).
+        dirs_allowed: Further directories the server may read (the bulk loader's input).
+        memory: Memory for the page buffers (``NumberOfBuffers``/``MaxDirtyBuffers``).
+        max_query_seconds: ``[SPARQL] MaxQueryExecutionTime``; ``0`` = no limit. Virtuoso's
+            "anytime" semantics: a query hitting it returns INCOMPLETE results with HTTP 200 and
+            an ``X-SQL-State: S1TAT`` header (see the README), hence no limit by default.
+        max_rows: ``[SPARQL] ResultSetMaxRows``: longer results are cut to this many rows.
+        http_threads: HTTP worker threads (concurrent queries served).
+
+    """
+    directory = Path(directory)
+    buffers, dirty = buffers_for(memory)
+    allowed = [".", str(directory)] + [str(d) for d in dirs_allowed]
+    allowed = list(dict.fromkeys(allowed))
+    return f"""; written by kbqa_lit.kb.virtuoso — Virtuoso 7.2 configuration
+[Database]
+DatabaseFile = {directory}/virtuoso.db
+ErrorLogFile = {directory}/{LOG_FILE}
+LockFile = {directory}/virtuoso.lck
+TransactionFile = {directory}/virtuoso.trx
+xa_persistent_file = {directory}/virtuoso.pxa
+ErrorLogLevel = 7
+FileExtend = 200
+MaxCheckpointRemap = 2000
+Striping = 0
+TempStorage = TempDatabase
+
+[TempDatabase]
+DatabaseFile = {directory}/virtuoso-temp.db
+TransactionFile = {directory}/virtuoso-temp.trx
+MaxCheckpointRemap = 2000
+Striping = 0
+
+[Parameters]
+ServerPort = 127.0.0.1:{isql_port}
+DisableUnixSocket = 1
+ServerThreads = {max(10, http_threads + 4)}
+CheckpointInterval = 60
+NumberOfBuffers = {buffers}
+MaxDirtyBuffers = {dirty}
+DirsAllowed = {", ".join(allowed)}
+DefaultIsolation = 2
+AllowOSCalls = 0
+
+[HTTPServer]
+ServerPort = 127.0.0.1:{http_port}
+ServerThreads = {http_threads}
+MaxClientConnections = {http_threads}
+KeepAliveTimeout = 10
+
+[SPARQL]
+ResultSetMaxRows = {max_rows}
+MaxQueryExecutionTime = {max_query_seconds}
+MaxQueryCostEstimationTime = 0
+"""
+
+
+def _sql_string(text: str) -> str:
+    """Quote ``text`` as an SQL string literal."""
+    return "'" + str(text).replace("'", "''") + "'"
+
+
+def _check_graph(graph: str) -> str:
+    if not _GRAPH_RE.match(graph):
+        raise StoreError(f"not a usable graph IRI: {graph!r}")
+    return graph
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+class VirtuosoServer:
+    """One Virtuoso database directory and the server process that serves it.
+
+    Args:
+        directory: The database directory (created when missing).
+        http_port: ``/sparql`` port; ``None`` picks a free one.
+        isql_port: isql port; ``None`` picks a free one.
+        graph: The named graph the data is loaded into (and queried as the default graph).
+        memory: Memory for Virtuoso's page buffers (``"1G"``; Freebase: 32G–64G, see README).
+        max_query_seconds: ``[SPARQL] MaxQueryExecutionTime`` (``0``: none; see :func:`render_ini`).
+        max_rows: ``[SPARQL] ResultSetMaxRows``.
+        http_threads: HTTP worker threads.
+        password: The dba password; ``None``: a random one for a fresh database (or the one in the
+            state file for an existing database).
+        virtuoso_bin: The ``virtuoso-t`` binary (found automatically when ``None``).
+        isql_bin: The isql binary (found automatically when ``None``).
+        startup_timeout: Seconds :meth:`start` waits for the endpoint.
+        clean_on_exit: Whether leaving a ``with`` block also deletes the database files.
+
+    """
+
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        http_port: int | None = None,
+        isql_port: int | None = None,
+        graph: str = DEFAULT_GRAPH,
+        memory: str | int = "1G",
+        max_query_seconds: int = 0,
+        max_rows: int = 100_000,
+        http_threads: int = 16,
+        password: str | None = None,
+        virtuoso_bin: str | None = None,
+        isql_bin: str | None = None,
+        startup_timeout: float = 60.0,
+        clean_on_exit: bool = False,
+    ) -> None:
+        self.directory = Path(directory).expanduser().resolve()
+        state = self.read_state()
+        self.http_port = int(http_port or state.get("http_port") or free_port())
+        self.isql_port = int(isql_port or state.get("isql_port") or free_port())
+        self.graph = _check_graph(graph)
+        parse_memory(memory)
+        self.memory = memory
+        self.max_query_seconds = int(max_query_seconds)
+        self.max_rows = int(max_rows)
+        self.http_threads = int(http_threads)
+        self.password = password or state.get("password") or secrets.token_hex(12)
+        self._bins = (virtuoso_bin, isql_bin)
+        self.startup_timeout = float(startup_timeout)
+        self.clean_on_exit = clean_on_exit
+        self.process: subprocess.Popen[bytes] | None = None
+        self.pid: int | None = state.get("pid") if state.get("pid") and self._is_our_server(state["pid"]) else None
+        self.start_seconds: float | None = None
+
+    # ------------------------------------------------------------------ files and state
+
+    @property
+    def ini_path(self) -> Path:
+        """The ``virtuoso.ini`` of this directory."""
+        return self.directory / INI_FILE
+
+    @property
+    def state_path(self) -> Path:
+        """The state file (pid, ports, graph, password)."""
+        return self.directory / STATE_FILE
+
+    @property
+    def endpoint(self) -> str:
+        """The SPARQL endpoint URL."""
+        return f"http://127.0.0.1:{self.http_port}/sparql"
+
+    @property
+    def has_database(self) -> bool:
+        """Whether the directory already holds a Virtuoso database."""
+        return (self.directory / "virtuoso.db").exists()
+
+    def binaries(self) -> tuple[str, str]:
+        """Return ``(virtuoso_t, isql)``; raise :class:`StoreError` when Virtuoso is not installed."""
+        return find_binaries(*self._bins)
+
+    def read_state(self) -> dict[str, Any]:
+        """Return the state file's contents (``{}`` when there is none)."""
+        try:
+            state = json.loads((self.directory / STATE_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return state if isinstance(state, dict) else {}
+
+    def _write_state(self, **extra: Any) -> None:
+        state = {
+            "endpoint": self.endpoint,
+            "pid": self.pid,
+            "http_port": self.http_port,
+            "isql_port": self.isql_port,
+            "graph": self.graph,
+            "password": self.password,
+            "ini": str(self.ini_path),
+        }
+        state.update(extra)
+        tmp = self.state_path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(state, fh, indent=2)
+        tmp.replace(self.state_path)
+
+    def prepare(self, data_dirs: Sequence[str | Path] = ()) -> Path:
+        """Create the directory and write ``virtuoso.ini``.
+
+        Args:
+            data_dirs: Directories the bulk loader will read (added to ``DirsAllowed``; files
+                elsewhere are linked into ``<directory>/load`` by :meth:`load`).
+
+        Returns:
+            The ini path.
+
+        """
+        self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / LOAD_DIR).mkdir(exist_ok=True)
+        dirs = [self.directory / LOAD_DIR] + [Path(d).expanduser().resolve() for d in data_dirs]
+        text = render_ini(
+            self.directory,
+            self.http_port,
+            self.isql_port,
+            dirs,
+            self.memory,
+            self.max_query_seconds,
+            self.max_rows,
+            self.http_threads,
+        )
+        self.ini_path.write_text(text, encoding="utf-8")
+        return self.ini_path
+
+    # ------------------------------------------------------------------ process
+
+    def _is_our_server(self, pid: int) -> bool:
+        """Whether ``pid`` is a live virtuoso-t started on this directory's ini."""
+        if not _pid_alive(pid):
+            return False
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return True  # no /proc: trust the state file
+        return any(b"virtuoso" in a for a in cmdline[:1]) and str(self.ini_path).encode() in cmdline
+
+    def is_running(self) -> bool:
+        """Whether the server process is alive."""
+        if self.process is not None:
+            return self.process.poll() is None
+        return self.pid is not None and self._is_our_server(self.pid)
+
+    def log_tail(self, lines: int = 25) -> str:
+        """Return the last lines of the server log and of its stdout/stderr."""
+        parts = []
+        for name in (LOG_FILE, OUT_FILE):
+            try:
+                text = (self.directory / name).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            tail = [line for line in text.splitlines() if line.strip()][-lines:]
+            if tail:
+                parts.append(f"--- {self.directory / name} (last {len(tail)} lines)\n" + "\n".join(tail))
+        return "\n".join(parts) or "(no server log)"
+
+    def start(self, *, detach: bool = False, timeout: float | None = None) -> float:
+        """Start ``virtuoso-t`` in the background and wait until it serves queries.
+
+        Args:
+            detach: Run the server in its own session (it survives the calling process; stop it
+                with :meth:`stop` or ``kbqa kb stop-virtuoso``).
+            timeout: Seconds to wait for the endpoint (default ``startup_timeout``).
+
+        Returns:
+            Seconds from launch until ``/sparql`` answered.
+
+        Raises:
+            StoreError: When Virtuoso is not installed, a server already runs on the directory,
+                a port is taken, or the endpoint did not come up in time (with the log tail).
+
+        """
+        server_bin, _ = self.binaries()
+        if self.is_running():
+            raise StoreError(f"a Virtuoso server already runs on {self.directory} (pid {self.pid})")
+        for port in (self.http_port, self.isql_port):
+            if _port_in_use(port):
+                raise StoreError(f"port {port} on 127.0.0.1 is already in use; choose another")
+        if not self.ini_path.is_file():
+            self.prepare()
+        fresh = not self.has_database
+        start = time.perf_counter()
+        with open(self.directory / OUT_FILE, "ab") as out:
+            self.process = subprocess.Popen(
+                [server_bin, "+foreground", "+configfile", str(self.ini_path)],
+                cwd=self.directory,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=detach,
+            )
+        self.pid = self.process.pid
+        self._write_state(started=time.time())
+        try:
+            self.wait_ready(self.startup_timeout if timeout is None else timeout)
+            if fresh and self.password != "dba":
+                self._isql(f"USER_SET_PASSWORD ('dba', {_sql_string(self.password)});", password="dba")
+        except BaseException:
+            self._kill()
+            raise
+        self.start_seconds = time.perf_counter() - start
+        return self.start_seconds
+
+    def wait_ready(self, timeout: float) -> None:
+        """Wait until ``/sparql`` answers ``ASK {}`` and the isql port accepts connections.
+
+        Raises:
+            StoreError: When the process exits or the deadline passes (with the log tail).
+
+        """
+        deadline = time.monotonic() + timeout
+        query = urllib.parse.urlencode({"query": "ASK {}"})
+        request = urllib.request.Request(
+            f"{self.endpoint}?{query}", headers={"Accept": "application/sparql-results+json"}
+        )
+        while True:
+            if not self.is_running():
+                code = self.process.poll() if self.process is not None else None
+                raise StoreError(
+                    f"Virtuoso exited during start-up (status {code}); ini {self.ini_path}\n{self.log_tail()}"
+                )
+            try:
+                with urllib.request.urlopen(request, timeout=2) as response:
+                    if response.status == 200 and _port_in_use(self.isql_port):
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise StoreError(
+                    f"Virtuoso did not answer at {self.endpoint} within {timeout:g} s; "
+                    f"ini {self.ini_path}\n{self.log_tail()}"
+                )
+            time.sleep(0.2)
+
+    def _wait_exit(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process is not None:
+                try:
+                    self.process.wait(timeout=0.2)
+                    return True
+                except subprocess.TimeoutExpired:
+                    continue
+            if self.pid is None or not _pid_alive(self.pid):
+                return True
+            time.sleep(0.2)
+        return not self.is_running()
+
+    def _kill(self) -> None:
+        """SIGTERM, then SIGKILL, the server process (only ours: the pid is checked)."""
+        if self.pid is None or not self.is_running():
+            return
+        for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                return
+            if self._wait_exit(wait):
+                return
+
+    def stop(self, timeout: float = 60.0) -> bool:
+        """Shut the server down (``shutdown`` through isql; SIGTERM/SIGKILL as fallbacks).
+
+        Args:
+            timeout: Seconds to wait for a clean shutdown (it checkpoints first).
+
+        Returns:
+            Whether a running server was stopped (``False`` when none was running).
+
+        """
+        if not self.is_running():
+            self.pid = None
+            return False
+        try:
+            self._isql("shutdown;", timeout=timeout)
+        except StoreError:
+            pass  # the connection drops while the server goes down, or isql is unusable: kill below
+        if not self._wait_exit(timeout):
+            self._kill()
+        if self.process is not None:
+            self.process.poll()
+        self.pid = None
+        self.process = None
+        if self.state_path.exists():
+            self._write_state(stopped=time.time())
+        return True
+
+    def cleanup(self) -> None:
+        """Stop the server and delete the database files (the directory too when left empty)."""
+        self.stop()
+        for name in DB_FILES:
+            (self.directory / name).unlink(missing_ok=True)
+        shutil.rmtree(self.directory / LOAD_DIR, ignore_errors=True)
+        try:
+            self.directory.rmdir()
+        except OSError:
+            pass
+
+    def __enter__(self) -> VirtuosoServer:
+        if not self.is_running():
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.clean_on_exit:
+            self.cleanup()
+        else:
+            self.stop()
+
+    # ------------------------------------------------------------------ isql and loading
+
+    def _isql(self, sql: str, *, timeout: float | None = None, password: str | None = None) -> str:
+        """Run SQL statements through isql; return stdout.
+
+        Raises:
+            StoreError: When isql cannot connect or a statement fails.
+
+        """
+        _, isql_bin = self.binaries()
+        cmd = [
+            isql_bin,
+            f"127.0.0.1:{self.isql_port}",
+            "dba",
+            password or self.password,
+            "VERBOSE=OFF",
+            "BANNER=OFF",
+            "PROMPT=OFF",
+            "ECHO=OFF",
+        ]
+        try:
+            done = subprocess.run(cmd, input=sql + "\n", capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise StoreError(f"isql did not finish within {timeout:g} s: {sql[:200]}") from None
+        errors = done.stderr.strip()
+        if done.returncode != 0 or "*** Error" in errors:
+            raise StoreError(f"isql on 127.0.0.1:{self.isql_port} failed: {' '.join(errors.split())[:1000]}")
+        return done.stdout
+
+    def _loadable(self, path: Path) -> Path:
+        """Return a path the server may read: ``path`` itself or a link in the load directory."""
+        allowed = {self.directory / LOAD_DIR}
+        try:
+            ini = self.ini_path.read_text(encoding="utf-8")
+            line = re.search(r"^DirsAllowed\s*=\s*(.*)$", ini, re.MULTILINE)
+            allowed |= {Path(d.strip()) for d in (line.group(1).split(",") if line else [])}
+        except OSError:
+            pass
+        if path.parent in allowed:
+            return path
+        link_dir = self.directory / LOAD_DIR
+        link_dir.mkdir(exist_ok=True)
+        link = link_dir / f"{len(list(link_dir.iterdir())):04d}-{path.name}"
+        link.symlink_to(path)
+        return link
+
+    def load(self, files: Sequence[str | Path], *, graph: str | None = None, loaders: int = 1) -> dict[str, Any]:
+        """Bulk-load RDF files into ``graph`` (the running server's bulk loader).
+
+        The loader picks the parser from the file name: ``.nt``/``.ttl`` (Turtle, a superset of
+        N-Triples), ``.nq``, ``.rdf``/``.owl``/``.xml``; ``.gz`` files are decompressed.
+
+        Args:
+            files: The files.
+            graph: Target graph (default: the server's ``graph``).
+            loaders: Parallel ``rdf_loader_run()`` sessions (Virtuoso suggests cores / 2.5 for
+                many files; one file is always loaded by one session).
+
+        Returns:
+            ``{"graph", "files", "triples" (in the graph afterwards), "seconds"}``.
+
+        Raises:
+            StoreError: For a missing file, a server that is not running, or a file the loader
+                rejected (its error is quoted).
+
+        """
+        graph = _check_graph(graph or self.graph)
+        paths = [Path(f).expanduser().resolve() for f in files]
+        missing = [str(p) for p in paths if not p.is_file()]
+        if missing:
+            raise StoreError(f"no such file: {', '.join(missing)}")
+        if not self.is_running():
+            raise StoreError(f"the Virtuoso server on {self.directory} is not running (start it first)")
+        start = time.perf_counter()
+        targets = [str(self._loadable(p)) for p in paths]
+        self._isql("\n".join(f"ld_add ({_sql_string(t)}, {_sql_string(graph)});" for t in targets))
+        with ThreadPoolExecutor(max(1, loaders)) as pool:
+            for future in [pool.submit(self._isql, "rdf_loader_run ();") for _ in range(max(1, loaders))]:
+                future.result()
+        self._isql("checkpoint;")
+        listed = ", ".join(_sql_string(t) for t in targets)
+        report = self._isql(
+            "SELECT concat ('KBQA-LOAD-ERROR ', ll_file, ' :: ', ll_error) FROM DB.DBA.load_list "
+            f"WHERE ll_error IS NOT NULL AND ll_file IN ({listed});"
+        )
+        errors = [line.split("KBQA-LOAD-ERROR ", 1)[1] for line in report.splitlines() if "KBQA-LOAD-ERROR " in line]
+        if errors:
+            raise StoreError("the Virtuoso bulk loader rejected: " + "; ".join(errors))
+        return {
+            "graph": graph,
+            "files": [str(p) for p in paths],
+            "triples": self.count_triples(graph),
+            "seconds": round(time.perf_counter() - start, 3),
+        }
+
+    def count_triples(self, graph: str | None = None) -> int:
+        """Return the number of triples in ``graph`` (default: the server's graph)."""
+        graph = _check_graph(graph or self.graph)
+        out = self._isql(f"SPARQL SELECT COUNT(*) FROM <{graph}> WHERE {{ ?s ?p ?o }};")
+        numbers = re.findall(r"^\s*(\d+)\s*$", out, re.MULTILINE)
+        if not numbers:
+            raise StoreError(f"cannot read the triple count from isql: {out[:200]!r}")
+        return int(numbers[-1])
+
+    def store(self, **kwargs: Any) -> Any:
+        """Return an :class:`~kbqa_lit.kb.store.EndpointStore` on this server's graph.
+
+        Args:
+            **kwargs: Passed to ``EndpointStore`` (``timeout``, ``disk_cache``...); ``params``
+                are merged with ``{"default-graph-uri": graph}``.
+
+        """
+        from kbqa_lit.kb.store import EndpointStore
+
+        params = {"default-graph-uri": self.graph, **dict(kwargs.pop("params", None) or {})}
+        return EndpointStore(self.endpoint, params=params, **kwargs)
+
+    def __repr__(self) -> str:
+        state = "running" if self.is_running() else "stopped"
+        return f"VirtuosoServer({str(self.directory)!r}, endpoint={self.endpoint!r}, {state})"
