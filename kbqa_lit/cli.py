@@ -78,7 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise
             print(f"kbqa {args[0]}: the training entry is not installed in this build", file=sys.stderr)
             return 2
-        run_lightning_cli(args)
+        # LightningCLI reads sys.argv itself when the args are the process's own
+        run_lightning_cli(None if argv is None else args)
         return 0
     return run_tools(args)
 

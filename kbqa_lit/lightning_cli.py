@@ -64,6 +64,6 @@ def build_cli(args: Sequence[str] | None = None, run: bool = True, **kwargs: Any
     )
 
 
-def run_lightning_cli(args: Sequence[str]) -> None:
-    """Run ``kbqa fit|validate|test|predict ...`` (the ``kbqa`` entry calls this)."""
+def run_lightning_cli(args: Sequence[str] | None) -> None:
+    """Run ``kbqa fit|validate|test|predict ...`` (the ``kbqa`` entry calls this; ``None``: ``sys.argv``)."""
     build_cli(args, run=True)

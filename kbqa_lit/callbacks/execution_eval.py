@@ -501,7 +501,7 @@ class ExecutionGuidedEval(L.Callback):
         if stage != "predict":
             for key in LOGGED:
                 if key in values:
-                    pl_module.log(f"{prefix}/{key}", values[key], sync_dist=False)
+                    pl_module.log(f"{prefix}/{key}", values[key], sync_dist=False, prog_bar=key in ("f1", "hit1"))
         if not trainer.sanity_checking:
             self.last_path = self._out_path(prefix, trainer)
             if trainer.is_global_zero:

@@ -71,7 +71,7 @@ class GenerationDataModule(LightningDataModule):
             (``build_world(data_dir, seed)``) into ``data_dir`` on first use.
         synthetic_size: Size of that world: ``small``, ``medium`` or ``large``.
         tokenizer_name_or_path: Hub name or local folder of the tokenizer (``t5-base``); ``None``
-            trains a Unigram tokenizer on the training questions, decompositions, normalised
+            trains a BPE tokenizer on the training questions, decompositions, normalised
             S-expressions and answers, cached under ``<data_dir>/.tokenizer``.
         vocab_size: Vocabulary size of a trained tokenizer.
         use_decomposition: Append the decomposition ``D`` to both inputs (false: the "w/o

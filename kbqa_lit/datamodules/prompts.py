@@ -21,7 +21,7 @@ Templates (the prompt is ``prefix + input + suffix``, the response follows the s
 
 - ``alpaca`` (default): the Stanford Alpaca prompt with ``### Instruction:``, ``### Input:`` and
   ``### Response:`` sections;
-- ``llama2_chat``: ``[INST] <<SYS>>…<</SYS>> instruction\\ninput [/INST]`` (the system block only
+- ``llama2_chat``: ``[INST] <<SYS>>…<</SYS>> instruction⏎input [/INST]`` (the system block only
   when a system prompt is given), for LLaMA-2-chat bases.
 """
 

@@ -110,7 +110,9 @@ def find_binaries(virtuoso: str | None = None, isql: str | None = None) -> tuple
     """
     server = virtuoso or os.environ.get("KBQA_VIRTUOSO_BIN") or shutil.which("virtuoso-t")
     if not server:
-        server = next((f"{d}/virtuoso-t" for d in _SEARCH_DIRS if os.access(f"{d}/virtuoso-t", os.X_OK)), None)
+        server = next(
+            (f"{d}/virtuoso-t" for d in _SEARCH_DIRS if os.access(f"{d}/virtuoso-t", os.X_OK)), None
+        )
     client = isql or os.environ.get("KBQA_VIRTUOSO_ISQL") or shutil.which("isql-vt") or shutil.which("isql-v")
     if not client and server:
         here = Path(server).resolve().parent
@@ -169,7 +171,7 @@ def render_ini(
     isql_port: int,
     dirs_allowed: Sequence[str | Path] = (),
     memory: str | int = "1G",
-    max_query_seconds: int = 0,
+    max_query_seconds: int = 60,
     max_rows: int = 100_000,
     http_threads: int = 16,
 ) -> str:
@@ -181,10 +183,13 @@ def render_ini(
         isql_port: isql/ODBC port (bound to 127.0.0.1).
         dirs_allowed: Further directories the server may read (the bulk loader's input).
         memory: Memory for the page buffers (``NumberOfBuffers``/``MaxDirtyBuffers``).
-        max_query_seconds: ``[SPARQL] MaxQueryExecutionTime``; ``0`` = no limit. Virtuoso's
-            "anytime" semantics: a query hitting it returns INCOMPLETE results with HTTP 200 and
-            an ``X-SQL-State: S1TAT`` header (see the README), hence no limit by default.
-        max_rows: ``[SPARQL] ResultSetMaxRows``: longer results are cut to this many rows.
+        max_query_seconds: ``[SPARQL] MaxQueryExecutionTime``; ``0`` = no limit. A query that
+            computes longer fails with HTTP 500 ``S1T00 ... Transaction timed out`` (an error,
+            which :class:`~kbqa_lit.kb.store.EndpointStore` reports as a timeout); rows already
+            being streamed are not cut. Unlike the ``timeout`` request parameter, which makes
+            Virtuoso return INCOMPLETE results with HTTP 200 (``X-SQL-State: S1TAT``).
+        max_rows: ``[SPARQL] ResultSetMaxRows``: longer results are silently cut to this many
+            rows (only an ``X-SPARQL-MaxRows`` response header says so).
         http_threads: HTTP worker threads (concurrent queries served).
 
     """
@@ -266,9 +271,10 @@ class VirtuosoServer:
 
     Args:
         directory: The database directory (created when missing).
-        http_port: ``/sparql`` port; ``None`` picks a free one.
-        isql_port: isql port; ``None`` picks a free one.
-        graph: The named graph the data is loaded into (and queried as the default graph).
+        http_port: ``/sparql`` port; ``None``: the state file's, else a free one.
+        isql_port: isql port; ``None``: the state file's, else a free one.
+        graph: The named graph the data is loaded into (and queried as the default graph);
+            ``None``: the state file's, else :data:`DEFAULT_GRAPH`.
         memory: Memory for Virtuoso's page buffers (``"1G"``; Freebase: 32G–64G, see README).
         max_query_seconds: ``[SPARQL] MaxQueryExecutionTime`` (``0``: none; see :func:`render_ini`).
         max_rows: ``[SPARQL] ResultSetMaxRows``.
@@ -288,9 +294,9 @@ class VirtuosoServer:
         *,
         http_port: int | None = None,
         isql_port: int | None = None,
-        graph: str = DEFAULT_GRAPH,
+        graph: str | None = None,
         memory: str | int = "1G",
-        max_query_seconds: int = 0,
+        max_query_seconds: int = 60,
         max_rows: int = 100_000,
         http_threads: int = 16,
         password: str | None = None,
@@ -303,7 +309,7 @@ class VirtuosoServer:
         state = self.read_state()
         self.http_port = int(http_port or state.get("http_port") or free_port())
         self.isql_port = int(isql_port or state.get("isql_port") or free_port())
-        self.graph = _check_graph(graph)
+        self.graph = _check_graph(graph or state.get("graph") or DEFAULT_GRAPH)
         parse_memory(memory)
         self.memory = memory
         self.max_query_seconds = int(max_query_seconds)
@@ -314,7 +320,9 @@ class VirtuosoServer:
         self.startup_timeout = float(startup_timeout)
         self.clean_on_exit = clean_on_exit
         self.process: subprocess.Popen[bytes] | None = None
-        self.pid: int | None = state.get("pid") if state.get("pid") and self._is_our_server(state["pid"]) else None
+        self.pid: int | None = (
+            state.get("pid") if state.get("pid") and self._is_our_server(state["pid"]) else None
+        )
         self.start_seconds: float | None = None
 
     # ------------------------------------------------------------------ files and state
@@ -625,7 +633,9 @@ class VirtuosoServer:
         link.symlink_to(path)
         return link
 
-    def load(self, files: Sequence[str | Path], *, graph: str | None = None, loaders: int = 1) -> dict[str, Any]:
+    def load(
+        self, files: Sequence[str | Path], *, graph: str | None = None, loaders: int = 1
+    ) -> dict[str, Any]:
         """Bulk-load RDF files into ``graph`` (the running server's bulk loader).
 
         The loader picks the parser from the file name: ``.nt``/``.ttl`` (Turtle, a superset of
@@ -664,7 +674,9 @@ class VirtuosoServer:
             "SELECT concat ('KBQA-LOAD-ERROR ', ll_file, ' :: ', ll_error) FROM DB.DBA.load_list "
             f"WHERE ll_error IS NOT NULL AND ll_file IN ({listed});"
         )
-        errors = [line.split("KBQA-LOAD-ERROR ", 1)[1] for line in report.splitlines() if "KBQA-LOAD-ERROR " in line]
+        errors = [
+            line.split("KBQA-LOAD-ERROR ", 1)[1] for line in report.splitlines() if "KBQA-LOAD-ERROR " in line
+        ]
         if errors:
             raise StoreError("the Virtuoso bulk loader rejected: " + "; ".join(errors))
         return {

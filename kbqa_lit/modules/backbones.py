@@ -7,11 +7,11 @@ Two ways to get each part, with the same code on a laptop and on a GPU node:
   :func:`build_seq2seq` loads :class:`~transformers.T5ForConditionalGeneration`. A local folder is
   always loaded with ``local_files_only=True``, so no network access is attempted; a hub name
   follows the usual Hugging Face cache (``HF_HUB_OFFLINE=1`` keeps it offline).
-- **Built in code** (the offline default): a ``tokenizers`` Unigram model with Metaspace
+- **Built in code** (the offline default): a ``tokenizers`` BPE model with Metaspace
   pre-tokenisation, trained on the given texts and wrapped in a fast tokenizer with T5's special
   tokens (``<pad>`` = 0, ``</s>`` = 1, ``<unk>`` = 2; ``</s>`` appended to every sequence), and a
   T5 built from a config dict (:data:`TINY_T5` unless told otherwise). A trained tokenizer is
-  cached under ``cache_dir/unigram-<hash>`` (hash of the texts, vocabulary size and special
+  cached under ``cache_dir/bpe-<hash>`` (hash of the texts, vocabulary size and special
   tokens) with ``save_pretrained`` and reloaded with ``AutoTokenizer`` on the next call.
 
 Either way the CoQ markers :data:`SPECIAL_TOKENS` are added once as special tokens (adding them
@@ -90,8 +90,8 @@ def _texts_fingerprint(texts: list[str], vocab_size: int, special: tuple[str, ..
     return h.hexdigest()[:20]
 
 
-def train_unigram_tokenizer(texts: Iterable[str], vocab_size: int = 2000) -> PreTrainedTokenizerFast:
-    """Train a T5-style Unigram + Metaspace tokenizer on ``texts`` (no caching, no extra tokens).
+def train_subword_tokenizer(texts: Iterable[str], vocab_size: int = 2000) -> PreTrainedTokenizerFast:
+    """Train a T5-style BPE + Metaspace tokenizer on ``texts`` (no caching, no extra tokens).
 
     Args:
         texts: Training texts (questions, logical forms, answers...).
@@ -102,14 +102,16 @@ def train_unigram_tokenizer(texts: Iterable[str], vocab_size: int = 2000) -> Pre
     """
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
-    tok = Tokenizer(models.Unigram())
+    # BPE rather than Unigram: on a few thousand short texts the Unigram trainer keeps a tiny,
+    # choppy vocabulary (measured on the synthetic world: logical forms 65 tokens vs 31 with BPE,
+    # "join" as j|o|in), which costs both speed and accuracy.
+    tok = Tokenizer(models.BPE(unk_token=UNK))
     tok.normalizer = normalizers.NFKC()
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
     tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
-    trainer = trainers.UnigramTrainer(
+    trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
         special_tokens=[PAD, EOS, UNK],
-        unk_token=UNK,
         initial_alphabet=sorted(set(string.printable.strip())),
         show_progress=False,
     )
@@ -143,7 +145,7 @@ def build_tokenizer(
             ``None`` trains a tokenizer on ``train_texts``.
         train_texts: Texts to train on when ``name_or_path`` is ``None``.
         vocab_size: Target vocabulary size of a trained tokenizer (before the special tokens).
-        cache_dir: Where a trained tokenizer is cached (``<cache_dir>/unigram-<hash>``, keyed by
+        cache_dir: Where a trained tokenizer is cached (``<cache_dir>/bpe-<hash>``, keyed by
             the texts, ``vocab_size`` and the special tokens); ``None`` trains without caching.
         special_tokens: Tokens added as special tokens (default :data:`SPECIAL_TOKENS`).
 
@@ -164,16 +166,16 @@ def build_tokenizer(
     if not texts:
         raise ValueError("build_tokenizer needs a name/path or non-empty train_texts")
     if cache_dir is None:
-        tok = train_unigram_tokenizer(texts, vocab_size)
+        tok = train_subword_tokenizer(texts, vocab_size)
         add_special_tokens(tok, special)
         return tok
-    target = Path(cache_dir) / f"unigram-{_texts_fingerprint(texts, vocab_size, special)}"
+    target = Path(cache_dir) / f"bpe-{_texts_fingerprint(texts, vocab_size, special)}"
     if (target / "tokenizer.json").is_file():
         log.info("loading cached tokenizer from %s", target)
         tok = AutoTokenizer.from_pretrained(str(target), local_files_only=True)
         add_special_tokens(tok, special)
         return tok
-    tok = train_unigram_tokenizer(texts, vocab_size)
+    tok = train_subword_tokenizer(texts, vocab_size)
     add_special_tokens(tok, special)
     _save_atomically(tok, target)
     log.info("trained a %d-token tokenizer, cached in %s", len(tok), target)
@@ -274,6 +276,6 @@ __all__ = [
     "build_seq2seq",
     "build_tokenizer",
     "tiny_t5_config",
-    "train_unigram_tokenizer",
+    "train_subword_tokenizer",
     "wire_generation_ids",
 ]

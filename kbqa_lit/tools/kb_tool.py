@@ -9,6 +9,13 @@ Commands:
   ``@file``) on an Oxigraph store directory or an http(s) SPARQL endpoint and prints JSON
   ``{ok, answers, error, elapsed}``; the exit status is 0 when the query executed and 1 when it
   failed (bad query, timeout, unreachable endpoint).
+- ``kbqa kb serve-virtuoso --data FILE.nt [FILE.nt ...] --dir DIR [--port 8890] [--isql-port 1111]
+  [--graph IRI] [--memory 1G] [--foreground]`` writes ``DIR/virtuoso.ini``, starts a local
+  OpenLink Virtuoso (detached unless ``--foreground``), bulk-loads the files into ``--graph``
+  and prints JSON ``{endpoint, pid, triples_loaded, seconds, ...}``; without ``--data`` it serves
+  the database already in ``DIR``.
+- ``kbqa kb stop-virtuoso --dir DIR [--clean]`` shuts that server down (``--clean`` also deletes
+  the database files).
 """
 
 from __future__ import annotations
@@ -94,8 +101,180 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def _virtuoso_server(args: argparse.Namespace) -> Any:
+    from kbqa_lit.kb.virtuoso import VirtuosoServer
+
+    state = VirtuosoServer(args.dir).read_state() if Path(args.dir).is_dir() else {}
+    try:
+        return VirtuosoServer(
+            args.dir,
+            http_port=args.port or state.get("http_port") or 8890,
+            isql_port=args.isql_port or state.get("isql_port") or 1111,
+            graph=args.graph,
+            memory=args.memory,
+            max_query_seconds=args.max_query_seconds,
+            max_rows=args.max_rows,
+            startup_timeout=args.timeout,
+        )
+    except ValueError as exc:  # a bad --memory
+        raise UserInputError(str(exc)) from None
+
+
+def cmd_serve_virtuoso(args: argparse.Namespace) -> int:
+    """Prepare, start and load a local Virtuoso (``kbqa kb serve-virtuoso``); print JSON.
+
+    Args:
+        args: Parsed arguments: ``data``, ``dir``, ``port``, ``isql_port``, ``graph``, ``memory``,
+            ``max_query_seconds``, ``max_rows``, ``loaders``, ``timeout``, ``overwrite``,
+            ``foreground``.
+
+    Returns:
+        The exit status (0).
+
+    Raises:
+        UserInputError: For a missing data file, no data for an empty directory, or data for a
+            directory that already holds a database (without ``--overwrite``).
+        StoreError: When Virtuoso is not installed, a server already runs on the directory, a
+            port is taken, the server does not come up, or the loader rejects a file.
+
+    """
+    import signal
+    import time
+
+    from kbqa_lit.errors import StoreError
+
+    start = time.perf_counter()
+    files = list(args.data or [])
+    missing = [f for f in files if not Path(f).is_file()]
+    if missing:
+        raise UserInputError(f"no such file: {', '.join(missing)}")
+    server = _virtuoso_server(args)
+    server.binaries()  # fail early, with the install hint
+    if server.is_running():
+        raise StoreError(
+            f"a Virtuoso server already runs on {server.directory} (pid {server.pid}, {server.endpoint}); "
+            f"stop it with `kbqa kb stop-virtuoso --dir {args.dir}`"
+        )
+    if files and server.has_database:
+        if not args.overwrite:
+            raise UserInputError(
+                f"{server.directory} already holds a Virtuoso database: pass --overwrite to replace it, "
+                "or omit --data to serve it as it is"
+            )
+        server.cleanup()
+        server = _virtuoso_server(args)
+    if not files and not server.has_database:
+        raise UserInputError(f"no Virtuoso database in {server.directory}: pass --data FILE.nt to load one")
+    server.prepare(data_dirs=sorted({str(Path(f).resolve().parent) for f in files}))
+    start_seconds = server.start(detach=not args.foreground)
+    try:
+        load = server.load(files, loaders=args.loaders) if files else None
+        triples = load["triples"] if load else server.count_triples()
+    except BaseException:
+        server.stop()
+        raise
+    print_json(
+        {
+            "endpoint": server.endpoint,
+            "pid": server.pid,
+            "graph": server.graph,
+            "dir": str(server.directory),
+            "triples_loaded": triples,
+            "start_seconds": round(start_seconds, 3),
+            "load_seconds": load["seconds"] if load else 0.0,
+            "seconds": round(time.perf_counter() - start, 3),
+        }
+    )
+    if not args.foreground:
+        return 0
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        assert server.process is not None
+        server.process.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+def cmd_stop_virtuoso(args: argparse.Namespace) -> int:
+    """Shut down the Virtuoso server of a directory (``kbqa kb stop-virtuoso``); print JSON.
+
+    Args:
+        args: Parsed arguments: ``dir``, ``clean``.
+
+    Returns:
+        The exit status (0; also when no server was running).
+
+    Raises:
+        UserInputError: When ``--dir`` is not a Virtuoso directory made by ``serve-virtuoso``.
+
+    """
+    from kbqa_lit.kb.virtuoso import INI_FILE, STATE_FILE, VirtuosoServer
+
+    directory = Path(args.dir)
+    if not (directory / STATE_FILE).is_file() and not (directory / INI_FILE).is_file():
+        raise UserInputError(f"no Virtuoso directory at {directory} (no {STATE_FILE} or {INI_FILE})")
+    server = VirtuosoServer(directory)
+    pid = server.pid
+    stopped = server.stop()
+    if args.clean:
+        server.cleanup()
+    print_json({"dir": str(server.directory), "stopped": stopped, "pid": pid, "cleaned": bool(args.clean)})
+    return 0
+
+
+def _register_virtuoso(kb_sub: argparse._SubParsersAction) -> None:
+    serve = kb_sub.add_parser(
+        "serve-virtuoso",
+        help="start a local OpenLink Virtuoso SPARQL endpoint and bulk-load N-Triples into it",
+        description="Write DIR/virtuoso.ini (listening on 127.0.0.1 only), start virtuoso-t (detached "
+        "unless --foreground), bulk-load the files into --graph and print JSON {endpoint, pid, "
+        "triples_loaded, seconds}. Without --data, serve the database already in DIR. Needs the "
+        "Debian package virtuoso-opensource-7-bin.",
+    )
+    serve.add_argument(
+        "--data", nargs="+", metavar="FILE", help="N-Triples files (.nt, .nt.gz; also .ttl/.nq)"
+    )
+    serve.add_argument("--dir", required=True, help="the database directory (created when missing)")
+    serve.add_argument("--port", type=int, default=None, help="HTTP port of /sparql (default 8890)")
+    serve.add_argument("--isql-port", type=int, default=None, help="isql port (default 1111)")
+    serve.add_argument(
+        "--graph", default=None, help="named graph to load into and query (default http://freebase.com)"
+    )
+    serve.add_argument(
+        "--memory", default="1G", help="memory for Virtuoso's page buffers, e.g. 2G; full Freebase: 32G-64G"
+    )
+    serve.add_argument(
+        "--max-query-seconds", type=int, default=60, help="server-side query time limit (0: none)"
+    )
+    serve.add_argument("--max-rows", type=int, default=100_000, help="rows returned at most per query")
+    serve.add_argument("--loaders", type=int, default=1, help="parallel bulk-loader sessions (many files)")
+    serve.add_argument(
+        "--timeout", type=_positive, default=120.0, help="seconds to wait for the server to start"
+    )
+    serve.add_argument("--overwrite", action="store_true", help="replace a database already in --dir")
+    serve.add_argument(
+        "--foreground",
+        action="store_true",
+        help="keep running until Ctrl-C / SIGTERM, then shut the server down",
+    )
+    serve.set_defaults(func=cmd_serve_virtuoso)
+
+    stop = kb_sub.add_parser(
+        "stop-virtuoso",
+        help="shut down the Virtuoso server started by serve-virtuoso",
+        description="Shut down the Virtuoso server of DIR (isql shutdown; SIGTERM/SIGKILL as fallbacks); "
+        "prints JSON {dir, stopped, pid, cleaned}.",
+    )
+    stop.add_argument("--dir", required=True, help="the database directory given to serve-virtuoso")
+    stop.add_argument("--clean", action="store_true", help="also delete the database files")
+    stop.set_defaults(func=cmd_stop_virtuoso)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``kbqa kb build`` and ``kbqa kb query`` to the ``kbqa`` parser.
+    """Add ``kbqa kb build``, ``query``, ``serve-virtuoso`` and ``stop-virtuoso`` to the ``kbqa`` parser.
 
     Args:
         subparsers: The ``kbqa`` parser's subparsers.
@@ -138,3 +317,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     query.add_argument("--timeout", type=_positive, default=None, help="seconds before the query is given up")
     query.add_argument("query", metavar="QUERY", help="SPARQL text, or @FILE to read it from a file")
     query.set_defaults(func=cmd_query)
+
+    _register_virtuoso(kb_sub)

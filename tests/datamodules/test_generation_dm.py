@@ -160,7 +160,7 @@ def test_tokenized_cache_is_reused(data_dir: Path, monkeypatch: pytest.MonkeyPat
         raise AssertionError("re-tokenised")
 
     monkeypatch.setattr(tokenized_cache, "encode_examples", boom)
-    monkeypatch.setattr(backbones, "train_unigram_tokenizer", boom)
+    monkeypatch.setattr(backbones, "train_subword_tokenizer", boom)
     dm2 = make_dm(data_dir)  # tokenizer from data_dir/.tokenizer, splits from the Arrow cache
     dm2.setup("fit")
     dm2.setup("test")

@@ -51,18 +51,18 @@ def test_special_tokens_added_once(tok) -> None:
 
 
 def test_trained_tokenizer_is_cached(tok, tok_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (entry,) = [p for p in tok_dir.iterdir() if p.name.startswith("unigram-")]
+    (entry,) = [p for p in tok_dir.iterdir() if p.name.startswith("bpe-")]
     assert (entry / "tokenizer.json").is_file()
 
     def boom(*a, **k):
         raise AssertionError("trained again")
 
-    monkeypatch.setattr(backbones, "train_unigram_tokenizer", boom)
+    monkeypatch.setattr(backbones, "train_subword_tokenizer", boom)
     again = build_tokenizer(train_texts=TEXTS, vocab_size=120, cache_dir=tok_dir)
     assert again.get_vocab() == tok.get_vocab() and again.all_special_tokens == tok.all_special_tokens
     monkeypatch.undo()
     build_tokenizer(train_texts=TEXTS, vocab_size=100, cache_dir=tok_dir)  # another key
-    assert len([p for p in tok_dir.iterdir() if p.name.startswith("unigram-")]) == 2
+    assert len([p for p in tok_dir.iterdir() if p.name.startswith("bpe-")]) == 2
 
 
 def test_round_trip_through_save_pretrained(tok, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

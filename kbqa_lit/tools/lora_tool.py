@@ -1,0 +1,276 @@
+"""``kbqa lora``: merge LoRA adapters, export adapter checkpoints, run the TFS fallback pipeline.
+
+- ``kbqa lora merge --adapter DIR --out DIR [--base NAME|DIR] [--tokenizer NAME|DIR] [--dtype D]``
+  merges the adapter into its base (peft ``merge_and_unload``) and writes a standalone model
+  and tokenizer (``from_pretrained``-ready). Train a fresh LoRA on top by pointing a config's
+  ``model.init_args.model_name_or_path`` and ``data.init_args.tokenizer_name_or_path`` at it
+  (the paper's continued training).
+- ``kbqa lora export --ckpt FILE.ckpt --out DIR`` turns an adapter-only Lightning checkpoint of
+  ``LoraCausalLM`` into an adapter folder (as ``AdapterExport`` writes at the end of ``fit``).
+- ``kbqa lora pipeline --config configs/tfs/pipeline.yaml [--split S] [--limit N] [--out FILE]
+  [--no-s1] [--no-s2] [--no-s3]`` answers questions with the S1 → S2 → S3 fallback
+  (:mod:`kbqa_lit.pipelines.tfs_fallback`), writes one JSON line per question and prints the
+  metrics (F1, Hit@1, EM, executable rate, per-strategy shares) as JSON.
+
+Every command prints one JSON object to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from kbqa_lit.errors import UserInputError
+from kbqa_lit.tools.common import print_json
+
+MERGE_META = "kbqa_merge.json"
+
+
+def merge_adapter(
+    adapter: str | Path,
+    out: str | Path,
+    base: str | None = None,
+    tokenizer: str | None = None,
+    dtype: str | None = None,
+) -> dict[str, Any]:
+    """Merge a LoRA adapter into its base and save the standalone model and tokenizer.
+
+    Args:
+        adapter: The adapter folder (``save_adapter``/``AdapterExport``, or any peft LoRA folder).
+        out: The output folder.
+        base: Base model name or folder (default: the one the adapter records).
+        tokenizer: Tokenizer name or folder (default: the adapter's, else the base's).
+        dtype: Dtype to merge and save in (``float32``, ``bfloat16``...; default the base's).
+
+    Returns:
+        A JSON-ready summary (``out``, ``base``, ``adapter``, ``parameters``, ``seconds``).
+
+    Raises:
+        UserInputError: When the adapter folder is missing or names no base.
+    """
+    from kbqa_lit.modules.causal_backbones import build_causal_tokenizer
+    from kbqa_lit.modules.lora_causal_lm import LoraCausalLM
+
+    start = time.perf_counter()
+    adapter_dir = Path(adapter)
+    if not (adapter_dir / "adapter_config.json").is_file():
+        raise UserInputError(f"no LoRA adapter in {adapter_dir} (adapter_config.json is missing)")
+    overrides: dict[str, Any] = {"torch_dtype": dtype, "gradient_checkpointing": False}
+    if tokenizer is not None:
+        overrides["tokenizer"] = build_causal_tokenizer(tokenizer)
+    try:
+        module = LoraCausalLM.from_adapter(adapter_dir, base=base, **overrides)
+    except ValueError as exc:
+        raise UserInputError(str(exc)) from None
+    merged = module.model.merge_and_unload()
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    merged.save_pretrained(str(out_dir))
+    if module.tokenizer is None:
+        raise UserInputError("no tokenizer in the adapter or the base: pass --tokenizer")
+    module.tokenizer.save_pretrained(str(out_dir))
+    summary = {
+        "out": str(out_dir),
+        "base": base or module.hparams.model_name_or_path or "(built from config)",
+        "adapter": str(adapter_dir),
+        "parameters": sum(p.numel() for p in merged.parameters()),
+        "seconds": round(time.perf_counter() - start, 3),
+    }
+    (out_dir / MERGE_META).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return summary
+
+
+def export_checkpoint(ckpt: str | Path, out: str | Path) -> dict[str, Any]:
+    """Write the adapter folder of an adapter-only ``LoraCausalLM`` checkpoint."""
+    from kbqa_lit.modules.lora_causal_lm import LoraCausalLM
+
+    path = Path(ckpt)
+    if not path.is_file():
+        raise UserInputError(f"no such checkpoint: {path}")
+    module = LoraCausalLM.load_from_checkpoint(str(path), map_location="cpu")
+    folder = module.save_adapter(out)
+    return {"out": str(folder), "ckpt": str(path), "adapter_weights": len(module.adapter_state_dict())}
+
+
+# --------------------------------------------------------------------------- pipeline
+
+
+def _examples(data: dict[str, Any], split: str | None, limit: int | None) -> list[Any]:
+    from kbqa_lit.data.schema import read_jsonl
+
+    file = data.get("file")
+    if file is None:
+        data_dir = data.get("data_dir")
+        if data_dir is None:
+            raise UserInputError("pipeline config: data needs 'file' or 'data_dir'")
+        name = {"val": "dev", "validation": "dev"}.get(split or data.get("split", "test"), split or "test")
+        file = Path(data_dir) / f"{name or 'test'}.jsonl"
+        seed = data.get("synthetic_seed")
+        if not Path(file).is_file() and seed is not None:
+            from kbqa_lit.data.synthetic import build_world
+
+            build_world(data_dir, seed=int(seed), size=str(data.get("synthetic_size", "small")))
+    if not Path(file).is_file():
+        raise UserInputError(f"no such data file: {file}")
+    examples = list(read_jsonl(file))
+    return examples[:limit] if limit is not None else examples
+
+
+def _store(kb: dict[str, Any]) -> Any:
+    from kbqa_lit.kb.store import open_store
+
+    spec = kb.get("store")
+    if spec is None:
+        raise UserInputError("pipeline config: kb.store is required (a store directory or an endpoint URL)")
+    source = kb.get("build_from")
+    if source is not None and not str(spec).startswith(("http://", "https://")) and not Path(spec).is_dir():
+        from kbqa_lit.kb.loaders import build_store
+
+        build_store(spec, [source], "nt")
+    return open_store(spec, timeout=float(kb.get("timeout", 10.0)))
+
+
+def run_pipeline_config(
+    config: dict[str, Any],
+    split: str | None = None,
+    limit: int | None = None,
+    out: str | None = None,
+    disable: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """Run the fallback pipeline described by a ``configs/tfs/pipeline.yaml``-style dict.
+
+    Returns:
+        ``{"metrics": {...}, "out": path, "questions": n}``.
+    """
+    from kbqa_lit.pipelines.execution_guided import KBNameLookup
+    from kbqa_lit.pipelines.tfs_fallback import TFSFallbackPipeline, member_from_adapters
+
+    members_cfg = config.get("members") or []
+    if not members_cfg:
+        raise UserInputError("pipeline config: 'members' lists at least one model")
+    examples = _examples(dict(config.get("data") or {}), split, limit)
+    kb = _store(dict(config.get("kb") or {}))
+    members = []
+    for spec in members_cfg:
+        adapters = spec.get("adapters") or {}
+        missing = [str(p) for p in adapters.values() if not (Path(p) / "adapter_config.json").is_file()]
+        if missing:
+            raise UserInputError(
+                f"member {spec.get('name')}: no adapter in {', '.join(missing)} (train it first)"
+            )
+        extra = {k: v for k, v in spec.items() if k not in ("name", "adapters", "base")}
+        members.append(
+            member_from_adapters(
+                str(spec.get("name", f"m{len(members)}")), adapters, spec.get("base"), **extra
+            )
+        )
+    strategies = [s for s in config.get("strategies", ["s1", "s2", "s3"]) if s not in disable]
+    linking = dict(config.get("linking") or {})
+    surface = linking.pop("surface_index", "kb")
+    pipeline = TFSFallbackPipeline(
+        members,
+        kb,
+        use_s1="s1" in strategies,
+        use_s2="s2" in strategies,
+        use_s3="s3" in strategies,
+        order=str(config.get("order", "strategy")),
+        surface_index=KBNameLookup(kb) if surface == "kb" else None,
+        **dict(config.get("decoding") or {}),
+        **linking,
+    )
+    try:
+        report = pipeline.run(examples)
+    finally:
+        pipeline.close()
+        if hasattr(kb, "close"):
+            kb.close()
+    target = out or config.get("out") or "outputs/tfs/pipeline_predictions.jsonl"
+    report.write_jsonl(target)
+    return {"metrics": report.metrics, "out": str(target), "questions": len(report.rows)}
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """``kbqa lora merge``."""
+    print_json(
+        merge_adapter(args.adapter, args.out, base=args.base, tokenizer=args.tokenizer, dtype=args.dtype)
+    )
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``kbqa lora export``."""
+    print_json(export_checkpoint(args.ckpt, args.out))
+    return 0
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    """``kbqa lora pipeline``."""
+    import yaml
+
+    path = Path(args.config)
+    if not path.is_file():
+        raise UserInputError(f"no such config: {path}")
+    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    disable = tuple(s for s, off in (("s1", args.no_s1), ("s2", args.no_s2), ("s3", args.no_s3)) if off)
+    print_json(run_pipeline_config(config, split=args.split, limit=args.limit, out=args.out, disable=disable))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``kbqa lora merge``, ``export`` and ``pipeline`` to the ``kbqa`` parser."""
+    lora = subparsers.add_parser(
+        "lora",
+        help="LoRA adapters: merge into the base, export checkpoints, TFS fallback inference",
+        description="Merge LoRA adapters, export adapter checkpoints, run the TFS-KBQA fallback pipeline.",
+    )
+    sub = lora.add_subparsers(dest="lora_command", metavar="SUBCOMMAND")
+    lora.set_defaults(func=lambda _args: (lora.print_help(), 2)[1])
+
+    merge = sub.add_parser(
+        "merge",
+        help="merge an adapter into its base and save a standalone model",
+        description="peft merge_and_unload; writes the merged model and tokenizer (from_pretrained-ready).",
+    )
+    merge.add_argument("--adapter", required=True, help="adapter folder (AdapterExport / save_adapter)")
+    merge.add_argument("--out", required=True, help="output folder of the merged model")
+    merge.add_argument(
+        "--base", default=None, help="base model name or folder (default: recorded in the adapter)"
+    )
+    merge.add_argument(
+        "--tokenizer", default=None, help="tokenizer (default: the adapter's, else the base's)"
+    )
+    merge.add_argument(
+        "--dtype", default=None, choices=("float32", "bfloat16", "float16"), help="dtype of the merge"
+    )
+    merge.set_defaults(func=cmd_merge)
+
+    export = sub.add_parser(
+        "export",
+        help="write the adapter folder of an adapter-only LoraCausalLM checkpoint",
+        description="Load an adapter-only .ckpt of LoraCausalLM and write its adapter folder.",
+    )
+    export.add_argument("--ckpt", required=True, help="the Lightning checkpoint")
+    export.add_argument("--out", required=True, help="the adapter folder to write")
+    export.set_defaults(func=cmd_export)
+
+    pipe = sub.add_parser(
+        "pipeline",
+        help="TFS-KBQA inference: S1 -> S2 -> S3 fallback over one or several models",
+        description="Answer questions with the S1 -> S2 -> S3 fallback; writes JSON lines, prints metrics.",
+    )
+    pipe.add_argument("--config", required=True, help="pipeline YAML (see configs/tfs/pipeline.yaml)")
+    pipe.add_argument("--split", default=None, help="split of data_dir (train, dev, test; default: config)")
+    pipe.add_argument("--limit", type=int, default=None, help="answer only the first N questions")
+    pipe.add_argument("--out", default=None, help="per-question JSON lines (default: config 'out')")
+    for strategy in ("s1", "s2", "s3"):
+        pipe.add_argument(f"--no-{strategy}", action="store_true", help=f"skip {strategy.upper()} (ablation)")
+    pipe.set_defaults(func=cmd_pipeline)
+
+
+__all__ = ["export_checkpoint", "merge_adapter", "register", "run_pipeline_config"]
