@@ -21,6 +21,7 @@ demo: $(STAMP)
 
 ## test: the whole test suite (real data from ../shared/data where present)
 test: $(STAMP)
+	./.ci/install-virtuoso.sh
 	$(BIN)/python -m pytest -q
 
 ## test-fast: skip tests marked slow

@@ -32,10 +32,11 @@ import pyoxigraph
 from kbqa_lit.data.formats.metaqa import read_metaqa
 from kbqa_lit.data.formats.synthetic import read_synthetic
 from kbqa_lit.data.synthetic import build_world
+from kbqa_lit.errors import StoreError
 from kbqa_lit.kb.loaders import build_store, write_ntriples
 from kbqa_lit.kb.sparql import sexpr_to_sparql
 from kbqa_lit.kb.store import OxigraphStore
-from kbqa_lit.kb.virtuoso import VirtuosoServer
+from kbqa_lit.kb.virtuoso import VirtuosoServer, find_binaries
 
 METAQA = Path(__file__).resolve().parents[2] / "shared" / "data" / "metaqa"
 
@@ -125,6 +126,11 @@ def main() -> None:
     )
     parser.add_argument("--memory", default="2G", help="memory for Virtuoso's buffers")
     args = parser.parse_args()
+    try:
+        find_binaries()
+    except StoreError as exc:
+        print(f"skipped: {exc} (or run .ci/install-virtuoso.sh)")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         build_world(root / "world", seed=0, size=args.size)

@@ -46,7 +46,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -58,11 +57,33 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import StoreError
+from kbqa_lit.kb.virtuoso_config import (
+    BUFFERS_PER_GB,
+    INSTALL_HINT,
+    LOG_FILE,
+    buffers_for,
+    find_binaries,
+    free_port,
+    parse_memory,
+    port_in_use,
+    render_ini,
+)
+
+__all__ = [
+    "BUFFERS_PER_GB",
+    "DEFAULT_GRAPH",
+    "INSTALL_HINT",
+    "VirtuosoServer",
+    "buffers_for",
+    "find_binaries",
+    "free_port",
+    "parse_memory",
+    "render_ini",
+]
 
 DEFAULT_GRAPH = "http://freebase.com"
 INI_FILE = "virtuoso.ini"
 STATE_FILE = "kbqa-virtuoso.json"
-LOG_FILE = "virtuoso.log"
 OUT_FILE = "virtuoso.out"
 LOAD_DIR = "load"
 #: Every file a database directory may hold (what :meth:`VirtuosoServer.cleanup` deletes).
@@ -78,166 +99,7 @@ DB_FILES = (
     INI_FILE,
     STATE_FILE,
 )
-INSTALL_HINT = "Virtuoso is not installed: apt-get install virtuoso-opensource-7-bin"
-#: Virtuoso's sizing rule: 85,000 buffers of 8 KB per GB of memory given to the server.
-BUFFERS_PER_GB = 85_000
-_SEARCH_DIRS = (
-    "/usr/bin",
-    "/usr/local/bin",
-    "/usr/local/virtuoso-opensource/bin",
-    "/opt/virtuoso-opensource/bin",
-    "/opt/virtuoso/bin",
-)
-_MEMORY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 _GRAPH_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s<>\"'{}|^`\\]+$")
-
-
-def find_binaries(virtuoso: str | None = None, isql: str | None = None) -> tuple[str, str]:
-    """Locate ``virtuoso-t`` and Virtuoso's isql (``isql-vt`` on Debian).
-
-    Args:
-        virtuoso: An explicit server binary (else ``$KBQA_VIRTUOSO_BIN``, PATH, Debian's and
-            OpenLink's install directories).
-        isql: An explicit isql binary (else ``$KBQA_VIRTUOSO_ISQL``, ``isql-vt``/``isql-v`` on
-            PATH, or ``isql`` beside the server binary — never unixODBC's ``isql``).
-
-    Returns:
-        ``(virtuoso_t, isql)`` paths.
-
-    Raises:
-        StoreError: When either binary is missing (the message says how to install them).
-
-    """
-    server = virtuoso or os.environ.get("KBQA_VIRTUOSO_BIN") or shutil.which("virtuoso-t")
-    if not server:
-        server = next(
-            (f"{d}/virtuoso-t" for d in _SEARCH_DIRS if os.access(f"{d}/virtuoso-t", os.X_OK)), None
-        )
-    client = isql or os.environ.get("KBQA_VIRTUOSO_ISQL") or shutil.which("isql-vt") or shutil.which("isql-v")
-    if not client and server:
-        here = Path(server).resolve().parent
-        client = next(
-            (str(here / n) for n in ("isql-vt", "isql-v", "isql") if os.access(here / n, os.X_OK)), None
-        )
-    if not client:
-        client = next((f"{d}/isql-vt" for d in _SEARCH_DIRS if os.access(f"{d}/isql-vt", os.X_OK)), None)
-    if not server or not client or not os.access(server, os.X_OK) or not os.access(client, os.X_OK):
-        raise StoreError(INSTALL_HINT)
-    return server, client
-
-
-def parse_memory(memory: str | int) -> int:
-    """Return a memory size in bytes from ``"512M"``, ``"2G"``, ``"1.5GB"`` or a byte count.
-
-    Raises:
-        ValueError: For anything else or a size under 64 MB.
-
-    """
-    if isinstance(memory, int):
-        size = memory
-    else:
-        m = _MEMORY_RE.match(str(memory))
-        if not m:
-            raise ValueError(f"not a memory size: {memory!r} (use e.g. 512M, 4G, 64G)")
-        power = " kmgt".index((m.group(2) or " ").lower())
-        size = int(float(m.group(1)) * 1024**power)
-    if size < 64 * 1024**2:
-        raise ValueError(f"memory for Virtuoso must be at least 64M, got {memory!r}")
-    return size
-
-
-def buffers_for(memory: str | int) -> tuple[int, int]:
-    """Return ``(NumberOfBuffers, MaxDirtyBuffers)`` for the memory given to Virtuoso."""
-    buffers = int(parse_memory(memory) / 1024**3 * BUFFERS_PER_GB)
-    return buffers, buffers * 3 // 4
-
-
-def free_port() -> int:
-    """Return a TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _port_in_use(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
-def render_ini(
-    directory: Path,
-    http_port: int,
-    isql_port: int,
-    dirs_allowed: Sequence[str | Path] = (),
-    memory: str | int = "1G",
-    max_query_seconds: int = 60,
-    max_rows: int = 100_000,
-    http_threads: int = 16,
-) -> str:
-    """Return the text of a ``virtuoso.ini`` for a database in ``directory``.
-
-    Args:
-        directory: Where the database, transaction log, temp database and log live.
-        http_port: ``/sparql`` port (bound to 127.0.0.1).
-        isql_port: isql/ODBC port (bound to 127.0.0.1).
-        dirs_allowed: Further directories the server may read (the bulk loader's input).
-        memory: Memory for the page buffers (``NumberOfBuffers``/``MaxDirtyBuffers``).
-        max_query_seconds: ``[SPARQL] MaxQueryExecutionTime``; ``0`` = no limit. A query that
-            computes longer fails with HTTP 500 ``S1T00 ... Transaction timed out`` (an error,
-            which :class:`~kbqa_lit.kb.store.EndpointStore` reports as a timeout); rows already
-            being streamed are not cut. Unlike the ``timeout`` request parameter, which makes
-            Virtuoso return INCOMPLETE results with HTTP 200 (``X-SQL-State: S1TAT``).
-        max_rows: ``[SPARQL] ResultSetMaxRows``: longer results are silently cut to this many
-            rows (only an ``X-SPARQL-MaxRows`` response header says so).
-        http_threads: HTTP worker threads (concurrent queries served).
-
-    """
-    directory = Path(directory)
-    buffers, dirty = buffers_for(memory)
-    allowed = [".", str(directory)] + [str(d) for d in dirs_allowed]
-    allowed = list(dict.fromkeys(allowed))
-    return f"""; written by kbqa_lit.kb.virtuoso — Virtuoso 7.2 configuration
-[Database]
-DatabaseFile = {directory}/virtuoso.db
-ErrorLogFile = {directory}/{LOG_FILE}
-LockFile = {directory}/virtuoso.lck
-TransactionFile = {directory}/virtuoso.trx
-xa_persistent_file = {directory}/virtuoso.pxa
-ErrorLogLevel = 7
-FileExtend = 200
-MaxCheckpointRemap = 2000
-Striping = 0
-TempStorage = TempDatabase
-
-[TempDatabase]
-DatabaseFile = {directory}/virtuoso-temp.db
-TransactionFile = {directory}/virtuoso-temp.trx
-MaxCheckpointRemap = 2000
-Striping = 0
-
-[Parameters]
-ServerPort = 127.0.0.1:{isql_port}
-DisableUnixSocket = 1
-ServerThreads = {max(10, http_threads + 4)}
-CheckpointInterval = 60
-NumberOfBuffers = {buffers}
-MaxDirtyBuffers = {dirty}
-DirsAllowed = {", ".join(allowed)}
-DefaultIsolation = 2
-AllowOSCalls = 0
-
-[HTTPServer]
-ServerPort = 127.0.0.1:{http_port}
-ServerThreads = {http_threads}
-MaxClientConnections = {http_threads}
-KeepAliveTimeout = 10
-
-[SPARQL]
-ResultSetMaxRows = {max_rows}
-MaxQueryExecutionTime = {max_query_seconds}
-MaxQueryCostEstimationTime = 0
-"""
 
 
 def _sql_string(text: str) -> str:
@@ -279,8 +141,9 @@ class VirtuosoServer:
         max_query_seconds: ``[SPARQL] MaxQueryExecutionTime`` (``0``: none; see :func:`render_ini`).
         max_rows: ``[SPARQL] ResultSetMaxRows``.
         http_threads: HTTP worker threads.
-        password: The dba password; ``None``: a random one for a fresh database (or the one in the
-            state file for an existing database).
+        password: The dba password; ``None``: ``$KBQA_VIRTUOSO_PASSWORD``, else the state file's,
+            else Virtuoso's default ``dba`` for a database made elsewhere, else (a fresh database)
+            a random one, set at the first start.
         virtuoso_bin: The ``virtuoso-t`` binary (found automatically when ``None``).
         isql_bin: The isql binary (found automatically when ``None``).
         startup_timeout: Seconds :meth:`start` waits for the endpoint.
@@ -315,7 +178,12 @@ class VirtuosoServer:
         self.max_query_seconds = int(max_query_seconds)
         self.max_rows = int(max_rows)
         self.http_threads = int(http_threads)
-        self.password = password or state.get("password") or secrets.token_hex(12)
+        self.password = (
+            password
+            or os.environ.get("KBQA_VIRTUOSO_PASSWORD")
+            or state.get("password")
+            or ("dba" if self.has_database else secrets.token_hex(12))
+        )
         self._bins = (virtuoso_bin, isql_bin)
         self.startup_timeout = float(startup_timeout)
         self.clean_on_exit = clean_on_exit
@@ -422,14 +290,15 @@ class VirtuosoServer:
         return self.pid is not None and self._is_our_server(self.pid)
 
     def log_tail(self, lines: int = 25) -> str:
-        """Return the last lines of the server log and of its stdout/stderr."""
-        parts = []
+        """Return the last lines of the server log and of its stdout/stderr (lines not in the log)."""
+        parts, seen = [], set()
         for name in (LOG_FILE, OUT_FILE):
             try:
                 text = (self.directory / name).read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
-            tail = [line for line in text.splitlines() if line.strip()][-lines:]
+            tail = [line for line in text.splitlines() if line.strip() and line not in seen][-lines:]
+            seen.update(tail)
             if tail:
                 parts.append(f"--- {self.directory / name} (last {len(tail)} lines)\n" + "\n".join(tail))
         return "\n".join(parts) or "(no server log)"
@@ -454,7 +323,7 @@ class VirtuosoServer:
         if self.is_running():
             raise StoreError(f"a Virtuoso server already runs on {self.directory} (pid {self.pid})")
         for port in (self.http_port, self.isql_port):
-            if _port_in_use(port):
+            if port_in_use(port):
                 raise StoreError(f"port {port} on 127.0.0.1 is already in use; choose another")
         if not self.ini_path.is_file():
             self.prepare()
@@ -501,7 +370,7 @@ class VirtuosoServer:
                 )
             try:
                 with urllib.request.urlopen(request, timeout=2) as response:
-                    if response.status == 200 and _port_in_use(self.isql_port):
+                    if response.status == 200 and port_in_use(self.isql_port):
                         return
             except (urllib.error.URLError, OSError):
                 pass
@@ -694,6 +563,12 @@ class VirtuosoServer:
         if not numbers:
             raise StoreError(f"cannot read the triple count from isql: {out[:200]!r}")
         return int(numbers[-1])
+
+    def has_triples(self, graph: str | None = None) -> bool:
+        """Whether ``graph`` (default: the server's graph) holds at least one triple (fast)."""
+        graph = _check_graph(graph or self.graph)
+        out = self._isql(f"SPARQL SELECT ?s FROM <{graph}> WHERE {{ ?s ?p ?o }} LIMIT 1;")
+        return bool(out.strip())
 
     def store(self, **kwargs: Any) -> Any:
         """Return an :class:`~kbqa_lit.kb.store.EndpointStore` on this server's graph.

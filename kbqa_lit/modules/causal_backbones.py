@@ -253,6 +253,7 @@ def build_causal_lm(
     if tokenizer is not None:
         if len(tokenizer) > model.get_input_embeddings().num_embeddings:
             model.resize_token_embeddings(len(tokenizer))
+            model.kbqa_resized_vocab = name_or_path is not None  # new rows an adapter must carry
         wire_causal_ids(model, tokenizer)
     return model
 

@@ -26,7 +26,7 @@ import json
 import logging
 import math
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from lightning.pytorch import LightningModule
 from peft import LoraConfig, PeftModel, get_peft_model
+from torch.nn.modules.module import _IncompatibleKeys
 from transformers import (
     AutoTokenizer,
     PreTrainedModel,
@@ -68,6 +69,20 @@ def gathered(params: Iterable[torch.nn.Parameter]) -> Iterator[None]:
 
     with deepspeed.zero.GatheredParameters(partitioned, modifier_rank=None):
         yield
+
+
+def enable_checkpointing(model: PreTrainedModel) -> None:
+    """Turn on activation (gradient) checkpointing, non-reentrant (works with frozen inputs)."""
+    if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+
+def checkpointing_enabled(model: PreTrainedModel) -> bool:
+    """Whether activation (gradient) checkpointing is on."""
+    flag = getattr(type(model), "is_activation_checkpointing", None)
+    return bool(model.is_activation_checkpointing if flag is not None else model.is_gradient_checkpointing)
 
 
 class LoraCausalLM(LightningModule):
@@ -136,7 +151,6 @@ class LoraCausalLM(LightningModule):
                 log.warning("no tokenizer at %s (%s)", model_name_or_path, exc)
         self.tokenizer: PreTrainedTokenizerBase | None = tokenizer
         self.model = self._build(tokenizer)
-        self.strict_loading = False  # checkpoints hold the adapter only; on_load_checkpoint checks it
 
     # ------------------------------------------------------------------ construction
 
@@ -150,7 +164,7 @@ class LoraCausalLM(LightningModule):
             init_seed=hp.init_seed,
         )
         if hp.gradient_checkpointing:
-            base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            enable_checkpointing(base)
         if hp.adapter_path:
             return PeftModel.from_pretrained(base, str(hp.adapter_path), is_trainable=True)
         config = LoraConfig(
@@ -184,6 +198,24 @@ class LoraCausalLM(LightningModule):
         """Sum of the base weights (float64): identifies a built base's random draw."""
         with torch.no_grad():
             return float(sum(v.double().sum() for v in self.base_state_dict().values()))
+
+    def load_state_dict(
+        self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
+    ) -> Any:
+        """Load weights; an adapter-only state dict (as checkpoints hold) leaves the base as it is.
+
+        With ``strict``, a missing or unexpected LoRA weight (or, for a full state dict, any
+        weight) raises.
+        """
+        adapter_only = bool(state_dict) and all(is_adapter_key(k) for k in state_dict)
+        result = super().load_state_dict(state_dict, strict=False, assign=assign)
+        missing = [k for k in result.missing_keys if is_adapter_key(k) or not adapter_only]
+        if strict and (missing or result.unexpected_keys):
+            raise RuntimeError(
+                f"state dict does not fit LoraCausalLM: missing {missing[:5]}, unexpected "
+                f"{list(result.unexpected_keys)[:5]}"
+            )
+        return _IncompatibleKeys(missing, list(result.unexpected_keys))
 
     # ------------------------------------------------------------------ losses
 
@@ -404,7 +436,9 @@ class LoraCausalLM(LightningModule):
         with gathered(p for n, p in self.named_parameters() if is_adapter_key(n)):
             if write:
                 out.mkdir(parents=True, exist_ok=True)
-                self.model.save_pretrained(str(out))
+                # embeddings are copied only when the build grew a pretrained vocabulary
+                resized = bool(getattr(self.model.get_base_model(), "kbqa_resized_vocab", False))
+                self.model.save_pretrained(str(out), save_embedding_layers=resized)
         if not write:
             return out
         if self.tokenizer is not None:

@@ -304,6 +304,7 @@ class TFSFallbackPipeline:
                 (k, s2_lf_input(q, it))
                 for k, (q, its) in enumerate(zip(questions, items, strict=True))
                 for it in its
+                if it.strip()  # an empty item list gives t2 nothing to work from
             ]
             generated = member.run("s2_lf", [x for _, x in flat], self.s2_lf_beams, self.max_new_tokens)
             lf_beams = [[] for _ in examples]

@@ -169,22 +169,26 @@ def cmd_serve_virtuoso(args: argparse.Namespace) -> int:
     start_seconds = server.start(detach=not args.foreground)
     try:
         load = server.load(files, loaders=args.loaders) if files else None
-        triples = load["triples"] if load else server.count_triples()
+        graph_empty = not load and not server.has_triples()
     except BaseException:
         server.stop()
         raise
-    print_json(
-        {
-            "endpoint": server.endpoint,
-            "pid": server.pid,
-            "graph": server.graph,
-            "dir": str(server.directory),
-            "triples_loaded": triples,
-            "start_seconds": round(start_seconds, 3),
-            "load_seconds": load["seconds"] if load else 0.0,
-            "seconds": round(time.perf_counter() - start, 3),
-        }
-    )
+    report: dict[str, Any] = {
+        "endpoint": server.endpoint,
+        "pid": server.pid,
+        "graph": server.graph,
+        "dir": str(server.directory),
+        "triples_loaded": load["triples"] if load else 0,
+        "start_seconds": round(start_seconds, 3),
+        "load_seconds": load["seconds"] if load else 0.0,
+        "seconds": round(time.perf_counter() - start, 3),
+    }
+    if graph_empty:
+        report["warning"] = (
+            f"the graph <{server.graph}> is empty in this database: pass the graph it was loaded into "
+            "with --graph, or query without default-graph-uri (all graphs)"
+        )
+    print_json(report)
     if not args.foreground:
         return 0
     signal.signal(signal.SIGTERM, signal.default_int_handler)

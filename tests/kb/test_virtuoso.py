@@ -1,7 +1,7 @@
 """A real OpenLink Virtuoso endpoint against Oxigraph: same SPARQL, same answers.
 
 One Virtuoso server (module-scoped, free ports, in tmp_path) holds the synthetic world (seed 0,
-small) in its default graph and a probe KB of awkward literals in a second graph. Every gold
+small) in one graph and a probe KB of awkward literals in another. Every gold
 S-expression runs through ``sexpr_to_sparql`` on both stores; execution-guided selection runs
 against the endpoint. Dialect differences found so far are the ``xfail`` cases of
 ``PROBE_CASES`` (reported to the converter's owner; see README "Virtuoso").
@@ -418,6 +418,23 @@ def test_execution_guided_selection_is_the_same_on_both_stores(
 
 
 @pytest.mark.virtuoso
+@pytest.mark.skipif(bool(MISSING), reason=f"{MISSING} (or run .ci/install-virtuoso.sh)")
+def test_a_server_that_cannot_start_raises_with_the_log_tail(tmp_path: Path) -> None:
+    server = VirtuosoServer(tmp_path / "vdb", memory="256M")
+    server.prepare()
+    ini = server.ini_path.read_text().replace(
+        f"DatabaseFile = {server.directory}/virtuoso.db", "DatabaseFile = /no/such/x.db"
+    )
+    server.ini_path.write_text(ini)
+    try:
+        with pytest.raises(StoreError, match=r"(?s)exited during start-up.*Cannot open"):
+            server.start(timeout=30)
+        assert not server.is_running()
+    finally:
+        server.cleanup()
+
+
+@pytest.mark.virtuoso
 def test_a_runaway_query_is_a_timeout_error_not_partial_results(virtuoso: EndpointStore) -> None:
     result = virtuoso.execute("SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }")
     assert not result.ok and result.error and "timeout" in result.error
@@ -425,6 +442,7 @@ def test_a_runaway_query_is_a_timeout_error_not_partial_results(virtuoso: Endpoi
 
 
 @pytest.mark.virtuoso
+@pytest.mark.slow  # four `kbqa` subprocesses and a second server start
 @pytest.mark.skipif(bool(MISSING), reason=f"{MISSING} (or run .ci/install-virtuoso.sh)")
 def test_cli_serve_query_stop(world: Path, tmp_path: Path) -> None:
     kbqa = [sys.executable, "-m", "kbqa_lit"]

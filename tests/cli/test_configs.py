@@ -1,0 +1,65 @@
+"""Every shipped YAML parses with the kbqa LightningCLI (litgpt's tests/test_config_hub.py idea)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kbqa_lit.lightning_cli import build_cli
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+QUICKSTART = CONFIGS / "quickstart.yaml"
+CLI_KEYS = {"seed_everything", "model", "data", "trainer", "optimizer", "lr_scheduler", "ckpt_path"}
+#: YAMLs that are not LightningCLI configs, each parsed by the test of the tool that reads it:
+#: W&B sweeps (tests/cli/test_sweeps.py) and the TFS fallback pipeline (tests/pipelines/test_tfs_fallback.py).
+OTHER_YAMLS = {"tfs/pipeline.yaml"}
+
+
+def _is_cli_config(path: Path) -> bool:
+    doc = yaml.safe_load(path.read_text()) or {}
+    return set(doc) <= CLI_KEYS
+
+
+ALL_YAMLS = sorted(CONFIGS.rglob("*.yaml"))
+LIGHTNING_YAMLS = [p for p in ALL_YAMLS if "sweeps" not in p.parts and _is_cli_config(p)]
+
+
+def test_every_yaml_is_checked_somewhere():
+    rest = {p.relative_to(CONFIGS).as_posix() for p in ALL_YAMLS if "sweeps" not in p.parts and not _is_cli_config(p)}
+    assert rest <= OTHER_YAMLS, f"YAMLs no test parses: {sorted(rest - OTHER_YAMLS)}"
+
+
+def _is_experiment(path: Path) -> bool:
+    doc = yaml.safe_load(path.read_text()) or {}
+    return "model" in doc and "data" in doc
+
+
+def _print_config(args: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as exc:
+        build_cli(args, run=True)
+    out = capsys.readouterr()
+    assert exc.value.code in (0, None), out.err[-2000:]
+    return out.out
+
+
+def test_there_are_configs_to_check():
+    names = {p.relative_to(CONFIGS).as_posix() for p in LIGHTNING_YAMLS}
+    assert {"quickstart.yaml", "trainer/cpu.yaml", "trainer/ddp.yaml", "logger/wandb.yaml"} <= names
+
+
+@pytest.mark.parametrize("path", LIGHTNING_YAMLS, ids=lambda p: p.relative_to(CONFIGS).as_posix())
+def test_every_shipped_yaml_parses(path, capsys):
+    """Experiments parse alone; fragments (trainer/, logger/, data/...) parse on top of the quickstart."""
+    args = ["fit", "--config", str(path)] if _is_experiment(path) else ["fit", "--config", str(QUICKSTART), "--config", str(path)]
+    printed = yaml.safe_load(_print_config([*args, "--print_config"], capsys))
+    assert printed["model"]["class_path"] and printed["data"]["class_path"]
+    fragment = yaml.safe_load(path.read_text()) or {}
+    for section in ("trainer", "model", "data"):
+        for key, value in (fragment.get(section) or {}).items():
+            if key in ("class_path", "init_args", "logger", "callbacks", "strategy", "plugins"):
+                continue
+            assert key in printed[section], f"{path}: {section}.{key} lost"
+            if not isinstance(value, dict):
+                assert printed[section][key] == value, f"{path}: {section}.{key}"

@@ -1,0 +1,204 @@
+"""``kbqa lora merge|export|pipeline`` and the TFS configs (tiny ones run, GPU ones parse)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from lightning.pytorch import Trainer
+from lightning.pytorch.callbacks import ModelCheckpoint
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from kbqa_lit.cli import main
+from kbqa_lit.datamodules.instruction import InstructionDataModule
+from kbqa_lit.lightning_cli import build_cli
+from kbqa_lit.modules.lora_causal_lm import LoraCausalLM
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "tfs"
+TINY = ("s1", "s2_items", "s2_lf", "s3")
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A working directory for the configs' relative paths (outputs/...), one thread for tiny models."""
+    root = tmp_path_factory.mktemp("lora_tool")
+    before, threads = Path.cwd(), torch.get_num_threads()
+    os.chdir(root)
+    torch.set_num_threads(1)
+    yield root
+    os.chdir(before)
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def dm(workdir: Path) -> InstructionDataModule:
+    """The datamodule of configs/tfs/s1.yaml (same world and tokenizer as the configs)."""
+    data = InstructionDataModule(
+        data_dir="outputs/synthetic/seed0", synthetic_seed=0, tasks="s1", batch_size=4
+    )
+    data.setup("fit")
+    return data
+
+
+@pytest.fixture(scope="module")
+def adapter(dm: InstructionDataModule, workdir: Path) -> dict:
+    """A tiny LoRA module with non-zero adapter weights, saved as an adapter folder."""
+    torch.manual_seed(0)
+    module = LoraCausalLM(tokenizer=dm.tokenizer, target_modules=["q_proj", "v_proj", "lm_head"])
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.05)  # B = 0 at init would make merging trivially exact
+    module.eval()
+    folder = module.save_adapter(workdir / "adapters" / "one")
+    return {"module": module, "dir": folder}
+
+
+@pytest.fixture()
+def batch(dm: InstructionDataModule) -> dict[str, torch.Tensor]:
+    return next(iter(dm.val_dataloader()))
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict | None, str]:
+    code = main(args)
+    out, err = capsys.readouterr()
+    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+    return code, json.loads(lines[-1]) if lines else None, err
+
+
+# ------------------------------------------------------------------ configs
+
+
+@pytest.mark.parametrize("task", TINY)
+def test_tiny_configs_run_one_step(task: str, workdir: Path) -> None:
+    cli = build_cli(
+        ["fit", "--config", str(CONFIGS / f"{task}.yaml"), "--trainer.fast_dev_run", "true"], run=True
+    )
+    assert isinstance(cli.model, LoraCausalLM) and cli.datamodule.tasks == (task,)
+    assert cli.model.tokenizer is cli.datamodule.tokenizer  # linked by the CLI
+    exported = workdir / "outputs" / "tfs" / task / "adapter"
+    assert (exported / "adapter_model.safetensors").is_file()
+    assert json.loads((exported / "instruction.json").read_text())["tasks"] == [task]
+
+
+@pytest.mark.parametrize("name", ["llama2_7b_webqsp", "llama2_13b_cwq"])
+def test_gpu_configs_parse(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        build_cli(["fit", "--config", str(CONFIGS / f"{name}.yaml"), "--print_config"], run=True)
+    assert info.value.code == 0
+    printed = yaml.safe_load(capsys.readouterr().out)
+    init = printed["model"]["init_args"]
+    assert init["learning_rate"] == 3e-4 and init["torch_dtype"] == "bfloat16"
+    assert init["model_name_or_path"].startswith("meta-llama/Llama-2-")
+    assert printed["trainer"]["max_epochs"] == 3 and printed["data"]["init_args"]["batch_size"] == 8
+    assert printed["data"]["init_args"]["max_length"] == 128
+    assert printed["trainer"]["strategy"]["class_path"].endswith("DeepSpeedStrategy")
+
+
+# ------------------------------------------------------------------ merge, export, continued training
+
+
+def test_merge_equals_base_plus_adapter(adapter, batch, workdir: Path, capsys) -> None:
+    out = workdir / "merged"
+    code, summary, _ = run(["lora", "merge", "--adapter", str(adapter["dir"]), "--out", str(out)], capsys)
+    assert code == 0 and summary["out"] == str(out)
+    merged = AutoModelForCausalLM.from_pretrained(str(out), local_files_only=True).eval()
+    module: LoraCausalLM = adapter["module"]
+    with torch.no_grad():
+        ours = module(batch["input_ids"], batch["attention_mask"])
+        theirs = merged(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+    assert float((ours - theirs).abs().max()) < 1e-5
+    with torch.no_grad(), module.model.disable_adapter():  # the adapter really changes the outputs
+        base = module(batch["input_ids"], batch["attention_mask"])
+    assert float((ours - base).abs().max()) > 1e-3
+    tok = AutoTokenizer.from_pretrained(str(out), local_files_only=True)
+    assert tok.get_vocab() == module.tokenizer.get_vocab()
+
+
+def test_merge_user_errors(workdir: Path, capsys) -> None:
+    code, _, err = run(
+        ["lora", "merge", "--adapter", str(workdir / "nope"), "--out", str(workdir / "x")], capsys
+    )
+    assert code == 2 and "no LoRA adapter" in err
+
+
+def test_continued_training_starts_from_the_merged_model(adapter, batch, workdir: Path, capsys) -> None:
+    out = workdir / "merged_for_continue"
+    assert run(["lora", "merge", "--adapter", str(adapter["dir"]), "--out", str(out)], capsys)[0] == 0
+    args = [
+        "fit",
+        "--config",
+        str(CONFIGS / "s1.yaml"),
+        "--model.init_args.model_name_or_path",
+        str(out),
+        "--data.init_args.tokenizer_name_or_path",
+        str(out),
+        "--model.init_args.warmup_steps",
+        "0",
+        "--trainer.fast_dev_run",
+        "true",
+    ]
+    cli = build_cli(args, run=False)
+    fresh: LoraCausalLM = cli.model.eval()
+    merged = AutoModelForCausalLM.from_pretrained(str(out), local_files_only=True).eval()
+    with torch.no_grad():  # a fresh LoRA (B = 0) on the merged base computes the merged model
+        diff = (
+            fresh(batch["input_ids"], batch["attention_mask"])
+            - merged(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+        )
+    assert float(diff.abs().max()) < 1e-5
+    assert all(float(v.abs().sum()) == 0 for k, v in fresh.adapter_state_dict().items() if "lora_B" in k)
+    cli.trainer.fit(fresh.train(), datamodule=cli.datamodule)
+    moved = [k for k, v in fresh.adapter_state_dict().items() if "lora_B" in k and float(v.abs().sum()) > 0]
+    assert moved  # the new adapter trains on top of the merged weights
+
+
+def test_export_writes_the_adapter_of_a_checkpoint(dm, batch, workdir: Path, capsys) -> None:
+    module = LoraCausalLM(tokenizer=dm.tokenizer, learning_rate=1e-2)
+    ckpt = ModelCheckpoint(dirpath=str(workdir / "ckpt"))
+    trainer = Trainer(
+        max_steps=2,
+        limit_val_batches=0,
+        logger=False,
+        callbacks=[ckpt],
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=str(workdir),
+    )
+    trainer.fit(module, datamodule=dm)
+    code, summary, _ = run(["lora", "export", "--ckpt", ckpt.best_model_path, "--out", "exported"], capsys)
+    assert code == 0 and summary["adapter_weights"] == len(module.adapter_state_dict())
+    loaded = LoraCausalLM.from_adapter(workdir / "exported").eval()
+    with torch.no_grad():
+        torch.testing.assert_close(
+            loaded(batch["input_ids"], batch["attention_mask"]),
+            module.eval()(batch["input_ids"], batch["attention_mask"]),
+        )
+
+
+# ------------------------------------------------------------------ pipeline
+
+
+@pytest.mark.slow
+def test_pipeline_command_on_the_shipped_config(adapter, workdir: Path, capsys) -> None:
+    config = yaml.safe_load((CONFIGS / "pipeline.yaml").read_text())
+    assert set(config["members"][0]["adapters"]) == set(TINY)
+    config["members"][0]["adapters"] = dict.fromkeys(TINY, str(adapter["dir"]))
+    config["decoding"].update(max_new_tokens=6, answer_max_new_tokens=6, s1_beams=2, s2_lf_beams=2)
+    path = workdir / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(config))
+    code, summary, _ = run(["lora", "pipeline", "--config", str(path), "--limit", "3", "--no-s2"], capsys)
+    assert code == 0 and summary["questions"] == 3
+    metrics = summary["metrics"]
+    assert {"f1", "hit1", "hit1_any", "executable", "share/s1", "share/s2", "share/s3", "share/none"} <= set(
+        metrics
+    )
+    assert metrics["share/s2"] == 0.0
+    rows = [json.loads(line) for line in Path(summary["out"]).read_text().splitlines()]
+    assert len(rows) == 3 and all(r["attempts"][0]["strategy"] == "s1" for r in rows)
+    assert (workdir / "outputs" / "synthetic" / "seed0" / "store").is_dir()  # built on first use
