@@ -75,12 +75,13 @@ class AdapterExport(L.Callback):
                 f"AdapterExport needs a module with save_adapter(), got {type(pl_module).__name__}"
             )
         write = trainer.is_global_zero
+        log_dir = trainer.log_dir  # a collective (broadcast): every rank must ask
         save(out, save_base=self.save_base, write=write)
         if write:
             settings = instruction_settings(getattr(trainer, "datamodule", None))
             if settings is not None:
                 (out / INSTRUCTION_FILE).write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
-            config = Path(trainer.log_dir or trainer.default_root_dir) / CONFIG_FILE
+            config = Path(log_dir or trainer.default_root_dir) / CONFIG_FILE
             if config.is_file():
                 shutil.copyfile(config, out / CONFIG_FILE)
         trainer.strategy.barrier("adapter_export")

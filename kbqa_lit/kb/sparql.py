@@ -213,7 +213,14 @@ class _Query:
                 return
             value = self.fresh("lit")
             self.edge(rel, term, value)
-            self.add(f'FILTER(STR({value}) = "{_escape_string(lit.lexical)}")')
+            lexical = f'STR({value}) = "{_escape_string(lit.lexical)}"'
+            if lit.datatype is not None and lit.is_numeric:
+                # typed equality: Virtuoso's STR() of a float is "1.899999976158142", not "1.9"
+                self.add(f"FILTER({value} = {lit.term()})")
+            elif lit.bare_number:
+                self.add(f"FILTER((isNumeric({value}) && {value} = {lit.term()}) || {lexical})")
+            else:
+                self.add(f"FILTER({lexical})")
             return
         other = self.node(self.fresh())
         self.edge(rel, term, other)
@@ -221,13 +228,16 @@ class _Query:
 
     def compare(self, value: str, op: str, lit: _Literal) -> None:
         symbol = _CMP_SYMBOL[op]
+        # The type guards keep SPARQL's semantics on engines that order values across types
+        # (Virtuoso: an IRI is ">= 1.5"; Oxigraph: a type error, so false).
         if lit.is_date or (lit.datatype is None and not lit.is_numeric):
             n = len(lit.lexical)
-            self.add(f'FILTER(SUBSTR(STR({value}), 1, {n}) {symbol} "{_escape_string(lit.lexical)}")')
+            text = _escape_string(lit.lexical)
+            self.add(f'FILTER(isLiteral({value}) && SUBSTR(STR({value}), 1, {n}) {symbol} "{text}")')
         elif lit.bare_number or lit.datatype is not None:
-            self.add(f"FILTER({value} {symbol} {lit.term()})")
+            self.add(f"FILTER(isNumeric({value}) && {value} {symbol} {lit.term()})")
         else:  # a quoted number such as "1.8"
-            self.add(f"FILTER({value} {symbol} {lit.lexical})")
+            self.add(f"FILTER(isNumeric({value}) && {value} {symbol} {lit.lexical})")
 
     def argbest(self, node: Call, term: str) -> None:
         """Members of the set with the largest (ARGMAX) or smallest (ARGMIN) value; ties kept."""

@@ -34,6 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 from kbqa_lit.errors import EndpointUnreachableError, StoreError
 from kbqa_lit.kb.cache import ExecutionCache, LRUCache
 from kbqa_lit.kb.iri import local_id
+from kbqa_lit.kb.literals import canonical_literal
 from kbqa_lit.kb.oxigraph_runner import STORE_MARKER, ProcessRunner, ThreadRunner
 
 log = logging.getLogger(__name__)
@@ -358,8 +359,12 @@ class EndpointStore(_CachingStore):
     Connection failures, HTTP 5xx and dropped connections are retried ``retries`` times with
     exponential back-off (``backoff``, ``2·backoff``, ...); a read timeout (the query is slow) and
     HTTP 4xx are not retried. ``timeout`` bounds each blocking socket operation (connect, each
-    read), so a server that trickles bytes could exceed it; pass a server-side limit through
-    ``params`` (Virtuoso: ``{"timeout": "10000"}`` in ms) to bound the server's work too.
+    read), so a server that trickles bytes could exceed it. Bound the server's work with its own
+    setting (Virtuoso: ``MaxQueryExecutionTime`` in virtuoso.ini, which ``kbqa kb serve-virtuoso``
+    sets; it answers HTTP 500 ``S1T00``, reported as a failed query). Do NOT pass Virtuoso's
+    ``timeout`` request parameter: it returns partial results with HTTP 200 (only an
+    ``X-SQL-State: S1TAT`` header says so), which would be cached as answers. Typed-literal
+    answers are put in canonical form (:mod:`kbqa_lit.kb.literals`) so they equal Oxigraph's.
 
     Args:
         url: The endpoint URL (``http://host:8890/sparql``).
@@ -502,6 +507,8 @@ def _answers_from_json(data: dict[str, Any]) -> list[str]:
     if not variables:
         return []
     first = variables[0]
+    if variables == ["__ASK_RETVAL"]:  # Virtuoso answers ASK as a one-column SELECT
+        return ["true" if data["results"]["bindings"] else "false"]
     seen: dict[str, None] = {}
     for binding in data["results"]["bindings"]:
         term = binding.get(first)
@@ -512,6 +519,8 @@ def _answers_from_json(data: dict[str, Any]) -> list[str]:
             value = local_id(value)
         elif kind == "bnode":
             value = "_:" + value
+        elif kind in ("literal", "typed-literal"):
+            value = canonical_literal(value, term.get("datatype"))
         seen.setdefault(value, None)
     return list(seen)
 

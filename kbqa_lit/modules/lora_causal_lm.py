@@ -254,11 +254,12 @@ class LoraCausalLM(LightningModule):
             return  # no gold in this batch (generation-only rows)
         bs = batch["input_ids"].shape[0]
         for name, value in self.compute_losses(batch).items():
+            # per-task losses stay rank-local: a rank may see no row of some task (no collective then)
             self.log(
                 f"{stage}/{name}",
                 value,
                 on_epoch=True,
-                sync_dist=True,
+                sync_dist=name == "loss",
                 prog_bar=name == "loss",
                 batch_size=bs,
             )

@@ -27,7 +27,11 @@ LIGHTNING_YAMLS = [p for p in ALL_YAMLS if "sweeps" not in p.parts and _is_cli_c
 
 
 def test_every_yaml_is_checked_somewhere():
-    rest = {p.relative_to(CONFIGS).as_posix() for p in ALL_YAMLS if "sweeps" not in p.parts and not _is_cli_config(p)}
+    rest = {
+        p.relative_to(CONFIGS).as_posix()
+        for p in ALL_YAMLS
+        if "sweeps" not in p.parts and not _is_cli_config(p)
+    }
     assert rest <= OTHER_YAMLS, f"YAMLs no test parses: {sorted(rest - OTHER_YAMLS)}"
 
 
@@ -52,7 +56,11 @@ def test_there_are_configs_to_check():
 @pytest.mark.parametrize("path", LIGHTNING_YAMLS, ids=lambda p: p.relative_to(CONFIGS).as_posix())
 def test_every_shipped_yaml_parses(path, capsys):
     """Experiments parse alone; fragments (trainer/, logger/, data/...) parse on top of the quickstart."""
-    args = ["fit", "--config", str(path)] if _is_experiment(path) else ["fit", "--config", str(QUICKSTART), "--config", str(path)]
+    args = (
+        ["fit", "--config", str(path)]
+        if _is_experiment(path)
+        else ["fit", "--config", str(QUICKSTART), "--config", str(path)]
+    )
     printed = yaml.safe_load(_print_config([*args, "--print_config"], capsys))
     assert printed["model"]["class_path"] and printed["data"]["class_path"]
     fragment = yaml.safe_load(path.read_text()) or {}

@@ -56,7 +56,11 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def dm(data_dir: Path) -> InstructionDataModule:
     data = InstructionDataModule(
-        data_dir=str(data_dir), tasks=["s1", "s2_items", "s2_lf", "s3"], vocab_size=400, batch_size=4, max_length=256
+        data_dir=str(data_dir),
+        tasks=["s1", "s2_items", "s2_lf", "s3"],
+        vocab_size=400,
+        batch_size=4,
+        max_length=256,
     )
     data.setup("fit")
     return data

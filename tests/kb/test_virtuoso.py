@@ -3,8 +3,9 @@
 One Virtuoso server (module-scoped, free ports, in tmp_path) holds the synthetic world (seed 0,
 small) in one graph and a probe KB of awkward literals in another. Every gold
 S-expression runs through ``sexpr_to_sparql`` on both stores; execution-guided selection runs
-against the endpoint. Dialect differences found so far are the ``xfail`` cases of
-``PROBE_CASES`` (reported to the converter's owner; see README "Virtuoso").
+against the endpoint. Dialect differences that remain are the ``xfail`` cases of
+``PROBE_CASES`` (see README "Virtuoso"); the others are handled by the converter's typed
+equality and type guards and by canonical literal forms in ``EndpointStore``.
 
 Integration tests are marked ``virtuoso`` and skipped when ``virtuoso-t``/``isql-vt`` are missing
 (``.ci/install-virtuoso.sh`` installs them); the first tests need no server.
@@ -98,34 +99,21 @@ def _xfail(reason: str) -> pytest.MarkDecorator:
     return pytest.mark.xfail(reason=reason, strict=True)
 
 
-FLOAT_STR = _xfail(
-    "Virtuoso's STR() of an xsd:float widens it to double ('1.899999976158142'), so the converter's "
-    'FILTER(STR(?lit) = "1.9") misses; ?lit = "1.9"^^xsd:float matches on both engines'
-)
 FLOAT_VS_DECIMAL = _xfail(
     "a bare number is an xsd:decimal: Oxigraph promotes it to float (1.9f = 1.9), Virtuoso compares "
     "the float widened to double (1.899999976 < 1.9); typed literals (1.9^^xsd:float) agree"
 )
-LEXICAL = _xfail(
-    "EndpointStore returns Virtuoso's serialisation of typed literals: float/double '2.0'/'100.0' "
-    "(Oxigraph '2'/'100'), boolean '1' (Oxigraph 'true')"
-)
-BCE_YEAR = _xfail("Virtuoso stores gYear '-0500' as '-500' and orders BCE years after CE years")
+BCE_YEAR = _xfail("Virtuoso stores gYear '-0500' as '-500' and orders BCE years after CE years (answers are canonicalised back)")
 BIG_INT = _xfail(
     "an integer beyond 64 bits: Virtuoso keeps it as a decimal, Oxigraph treats it as ill-formed "
     "(not numeric), so comparisons and ARGMAX differ"
 )
 
-MIXED_TYPES = _xfail(
-    "Virtuoso orders values of different types (a number < IRIs, strings, dates, booleans), so "
-    "FILTER(?v >= 1.5) holds for an IRI or a string; SPARQL (Oxigraph) makes it a type error "
-    "(false). Guarding with isNumeric(?v) && ... gives the same answers on both"
-)
 
 #: (S-expression on the probe KB, answers) — the answers are Oxigraph's.
 PROBE_CASES = [
-    pytest.param(f"(JOIN {P}.height_meters 1.9^^{XSD}float)", {"m.a", "m.b"}, marks=FLOAT_STR),
-    pytest.param(f"(JOIN {P}.height_meters 1.9)", {"m.a", "m.b"}, marks=FLOAT_STR),
+    (f"(JOIN {P}.height_meters 1.9^^{XSD}float)", {"m.a", "m.b"}),
+    pytest.param(f"(JOIN {P}.height_meters 1.9)", {"m.a", "m.b"}, marks=FLOAT_VS_DECIMAL),
     (f"(JOIN {P}.height_meters 2^^{XSD}float)", {"m.d"}),
     (f"(JOIN {P}.height_meters 1.75)", {"m.c"}),
     pytest.param(f"(ge {P}.height_meters 1.9)", {"m.a", "m.b", "m.d"}, marks=FLOAT_VS_DECIMAL),
@@ -167,13 +155,13 @@ PROBE_CASES = [
     (f"(JOIN (R {P}.height_meters) m.a)", {"1.9"}),
     (f"(JOIN (R {P}.net_worth) m.a)", {"100.5"}),
     (f"(JOIN (R {P}.children) m.a)", {"9"}),
-    pytest.param(f"(JOIN (R {P}.height_meters) m.d)", {"2"}, marks=LEXICAL),
-    pytest.param(f"(JOIN (R {P}.weight_kg) m.b)", {"100"}, marks=LEXICAL),
-    pytest.param(f"(JOIN (R {P}.alive) m.a)", {"true"}, marks=LEXICAL),
-    pytest.param(f"(JOIN (R {P}.founded) m.c)", {"-0500"}, marks=BCE_YEAR),
-    pytest.param(f"(ge {P}.spouse 1.5^^{XSD}float)", set(), marks=MIXED_TYPES),
-    pytest.param("(ge type.object.name 1.5)", set(), marks=MIXED_TYPES),
-    pytest.param(f"(ge {P}.date_of_birth 1.5)", set(), marks=MIXED_TYPES),
+    (f"(JOIN (R {P}.height_meters) m.d)", {"2"}),
+    (f"(JOIN (R {P}.weight_kg) m.b)", {"100"}),
+    (f"(JOIN (R {P}.alive) m.a)", {"true"}),
+    (f"(JOIN (R {P}.founded) m.c)", {"-0500"}),
+    (f"(ge {P}.spouse 1.5^^{XSD}float)", set()),
+    ("(ge type.object.name 1.5)", set()),
+    (f"(ge {P}.date_of_birth 1.5)", set()),
     (f"(lt {P}.spouse 1.5)", set()),
     (f"(COUNT {P})", {"4"}),
     (f"(COUNT (JOIN {P}.spouse m.zzz))", {"0"}),
@@ -329,9 +317,6 @@ def test_probe_literals_dialect(sexpr: str, expected: set[str], probe_stores: tu
 
 
 @pytest.mark.virtuoso
-@_xfail(
-    "Virtuoso 7.2.5 answers ASK as a one-column SELECT (__ASK_RETVAL: 1, or no row), not {'boolean': ...}"
-)
 @pytest.mark.parametrize("exists", [True, False])
 def test_ask_results(probe_stores: tuple, exists: bool) -> None:
     _, vi = probe_stores
@@ -381,14 +366,14 @@ def test_execution_guided_selection_is_the_same_on_both_stores(
 ) -> None:
     """Realistic beams (wrong relations / entities that often execute): same choice on both stores.
 
-    Comparatives are left out: a wrong relation there compares entities or strings with a number,
-    which Virtuoso answers and Oxigraph does not (the MIXED_TYPES probe cases).
+    Comparatives are included: a wrong relation there compares entities or strings with a number,
+    which the converter's isNumeric/isLiteral guards make false on both engines.
     """
     rng = random.Random(1)
     relations = sorted({r for ex in examples for r in schema_items(ex.s_expression or "").relations})
     entities = sorted({(e, n) for ex in examples for e, n in ex.topic_entities.items()})
     differ = []
-    for ex in [e for e in examples if e.meta.get("function") != "comparative"][2::5]:
+    for ex in examples[2::5]:
         assert ex.s_expression
         gold = parse_sexpr(ex.s_expression)
         labels = {**dict(rng.sample(entities, 3)), **ex.topic_entities}

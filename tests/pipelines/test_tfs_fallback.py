@@ -211,13 +211,18 @@ def test_a_real_lora_module_in_the_chain(kb) -> None:
     texts = [enc.prompt_text(t, q) for t in ("s1", "s3") for q in (Q1, Q2)] + [BIRTH, COUNTRY]
     tok = train_causal_tokenizer(texts * 3, vocab_size=300)
     torch.manual_seed(0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models: one thread is fastest and fights no other process
     model = LoraCausalLM(tokenizer=tok).eval()
     chain = ChainMember(
         "tiny", {"s1": model, "s3": model}, {t: InstructionEncoder(tok) for t in ("s1", "s3")}
     )
     pipe = TFSFallbackPipeline([chain], kb, s1_beams=2, max_new_tokens=4, answer_max_new_tokens=4)
-    rows = pipe.run(examples()[:2]).rows
-    pipe.close()
+    try:
+        rows = pipe.run(examples()[:2]).rows
+    finally:
+        pipe.close()
+        torch.set_num_threads(threads)
     for row in rows:
         assert [a.strategy for a in row.attempts][:1] == ["s1"] and len(row.attempts[0].beams) == 2
         assert row.strategy in (None, "s3")  # random weights write no executable logical form
