@@ -19,10 +19,16 @@ DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 def gold_sexprs() -> list[str]:
     out = [json.loads(line)["s_expression"] for line in (DATA / "grailqa" / "grailqa_dev.jsonl").open()]
-    out += [r["SExpr"] for r in json.loads((DATA / "webqsp" / "WebQSP_train_subset_2897_sexpr.json").read_text())
-            if r["SExpr"] != "null"]
-    out += [r["SExpr"] for r in json.loads((DATA / "cwq" / "cwq_test_part.json").read_text())
-            if r.get("SExpr") and r["SExpr"] != "null"]
+    out += [
+        r["SExpr"]
+        for r in json.loads((DATA / "webqsp" / "WebQSP_train_subset_2897_sexpr.json").read_text())
+        if r["SExpr"] != "null"
+    ]
+    out += [
+        r["SExpr"]
+        for r in json.loads((DATA / "cwq" / "cwq_test_part.json").read_text())
+        if r.get("SExpr") and r["SExpr"] != "null"
+    ]
     return out
 
 
@@ -42,7 +48,8 @@ def main() -> None:
     args = parser.parse_args()
     exprs = gold_sexprs()
     trees = [parse_sexpr(e) for e in exprs]
-    print(f"{len(exprs)} gold S-expressions (GrailQA dev, WebQSP train, CWQ test part); {platform.processor() or platform.machine()}")
+    machine = platform.processor() or platform.machine()
+    print(f"{len(exprs)} gold S-expressions (GrailQA dev, WebQSP train, CWQ test part); {machine}")
     print(f"parse:            {rate(parse_sexpr, exprs, args.repeat):>10,.0f} / s")
     print(f"print:            {rate(to_sexpr_string, trees, args.repeat):>10,.0f} / s")
     for semantics in SEMANTICS:

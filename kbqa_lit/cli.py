@@ -22,7 +22,15 @@ from kbqa_lit.errors import KBQAError
 
 LIGHTNING_SUBCOMMANDS = ("fit", "validate", "test", "predict")
 #: Tool modules under ``kbqa_lit.tools``; each exposes ``register(subparsers)``.
-TOOL_MODULES = ("kb_tool", "sexpr_tool", "data_tool", "eval_tool", "lora_tool", "decompose_tool", "compare_tool")
+TOOL_MODULES = (
+    "kb_tool",
+    "sexpr_tool",
+    "data_tool",
+    "eval_tool",
+    "lora_tool",
+    "decompose_tool",
+    "compare_tool",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,1 +1,4 @@
-"""Lightning callbacks (importable by class path from YAML): execution-guided evaluation, prediction writers, adapter export."""
+"""Lightning callbacks, importable by class path from YAML.
+
+Execution-guided evaluation, prediction writers, adapter export.
+"""

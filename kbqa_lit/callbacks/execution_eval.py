@@ -50,8 +50,8 @@ from kbqa_lit.data.schema import Answer, KBQAExample
 from kbqa_lit.errors import SExprError
 from kbqa_lit.kb.cache import ExecutionCache
 from kbqa_lit.kb.loaders import build_store
-from kbqa_lit.kb.oxigraph_runner import STORE_MARKER
 from kbqa_lit.kb.normalize import invert_labels
+from kbqa_lit.kb.oxigraph_runner import STORE_MARKER
 from kbqa_lit.kb.store import open_store
 from kbqa_lit.metrics.answer_metrics import AnswerMetrics
 from kbqa_lit.metrics.functional import QuestionScore, mean_scores, score_question, sum_scores
@@ -501,7 +501,9 @@ class ExecutionGuidedEval(L.Callback):
         if stage != "predict":
             for key in LOGGED:
                 if key in values:
-                    pl_module.log(f"{prefix}/{key}", values[key], sync_dist=False, prog_bar=key in ("f1", "hit1"))
+                    pl_module.log(
+                        f"{prefix}/{key}", values[key], sync_dist=False, prog_bar=key in ("f1", "hit1")
+                    )
         if not trainer.sanity_checking:
             self.last_path = self._out_path(prefix, trainer)
             if trainer.is_global_zero:

@@ -31,6 +31,7 @@ def run_sexpr(
     try:
         sparql = sexpr_to_sparql(expr, semantics=semantics, keep_ties=keep_ties)
     except SExprError as exc:
-        return None, ExecutionResult(answers=[], ok=False, error=f"bad S-expression: {exc}",
-                                     elapsed=time.perf_counter() - start)
+        return None, ExecutionResult(
+            answers=[], ok=False, error=f"bad S-expression: {exc}", elapsed=time.perf_counter() - start
+        )
     return sparql, kb.execute(sparql)

@@ -16,8 +16,19 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
 _INTEGER_TYPES = {
     XSD + t
     for t in (
-        "integer", "int", "long", "short", "byte", "nonNegativeInteger", "nonPositiveInteger",
-        "positiveInteger", "negativeInteger", "unsignedLong", "unsignedInt", "unsignedShort", "unsignedByte",
+        "integer",
+        "int",
+        "long",
+        "short",
+        "byte",
+        "nonNegativeInteger",
+        "nonPositiveInteger",
+        "positiveInteger",
+        "negativeInteger",
+        "unsignedLong",
+        "unsignedInt",
+        "unsignedShort",
+        "unsignedByte",
     )
 }
 _YEAR_RE = re.compile(r"^(-?)(\d+)(.*)$")

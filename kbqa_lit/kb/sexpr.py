@@ -211,7 +211,7 @@ def parse_sexpr(text: str) -> SExpr:
 
     root = node(0)
     if pos != len(tokens):
-        raise SExprError(f"unexpected text after the expression: {' '.join(tokens[pos:pos + 5])!r}")
+        raise SExprError(f"unexpected text after the expression: {' '.join(tokens[pos : pos + 5])!r}")
     _check_expr(root, where="top level")
     return root
 
@@ -285,7 +285,9 @@ def _check_call(call: Call) -> None:
         _check_expr(args[0], "TC's first argument")
         _check_rel(args[1], "TC's second argument")
         if not (isinstance(args[2], Atom) and args[2].kind == "literal"):
-            raise SExprError(f"TC's third argument must be a time literal or NOW, got {to_sexpr_string(args[2])!r}")
+            raise SExprError(
+                f"TC's third argument must be a time literal or NOW, got {to_sexpr_string(args[2])!r}"
+            )
 
 
 def to_sexpr_string(node: SExpr) -> str:

@@ -57,7 +57,7 @@ def _escape_string(body: str) -> str:
 
 
 def _unescape_sexpr_string(quoted: str) -> str:
-    """Return the value of a quoted S-expression string body (``\\"`` and ``\\\\`` unescaped)."""
+    r"""Return the value of a quoted S-expression string body (``\"`` and ``\\`` unescaped)."""
     return re.sub(r"\\(.)", r"\1", quoted)
 
 
@@ -259,8 +259,7 @@ class _Query:
         if start is None and end is None:
             v = self.fresh("t")
             self.add(
-                f"FILTER(EXISTS {{ {term} {_iri(rel)} {v} . "
-                f'FILTER(SUBSTR(STR({v}), 1, 4) = "{year}") }})'
+                f'FILTER(EXISTS {{ {term} {_iri(rel)} {v} . FILTER(SUBSTR(STR({v}), 1, 4) = "{year}") }})'
             )
             return
         for relation, symbol in ((start, "<="), (end, ">=")):
@@ -358,6 +357,8 @@ def sexpr_to_sparql(
         head = f"SELECT (COUNT(DISTINCT {answer}) AS {COUNT_VAR})"
     else:
         head = f"SELECT DISTINCT {answer}"
-        lines.append(f"FILTER(!isLiteral({answer}) || LANG({answer}) = '' || LANGMATCHES(LANG({answer}), 'en'))")
+        lines.append(
+            f"FILTER(!isLiteral({answer}) || LANG({answer}) = '' || LANGMATCHES(LANG({answer}), 'en'))"
+        )
     body = "\n  ".join(lines)
     return f"{head} WHERE {{\n  {body}\n}}{order}"

@@ -66,7 +66,11 @@ def _read_batch(path: str, default_semantics: str) -> Iterator[dict[str, Any]]:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
-                yield {"qid": None, "s_expression": None, "error": f"line {lineno}: not valid JSON ({exc.msg})"}
+                yield {
+                    "qid": None,
+                    "s_expression": None,
+                    "error": f"line {lineno}: not valid JSON ({exc.msg})",
+                }
                 continue
             if not isinstance(obj, dict):
                 yield {"qid": None, "s_expression": None, "error": f"line {lineno}: not a JSON object"}
@@ -122,13 +126,17 @@ def _run(args: argparse.Namespace) -> int:
 
     _check_args(args)
     keep_ties = not args.no_ties
-    store = open_store(args.store, timeout=args.timeout, **({} if args.store.startswith("http") else {"workers": max(1, args.workers)}))
+    store = open_store(
+        args.store,
+        timeout=args.timeout,
+        **({} if args.store.startswith("http") else {"workers": max(1, args.workers)}),
+    )
     if args.expr:
         job = {"qid": None, "s_expression": args.expr, "semantics": args.semantics or "exclude-topic"}
         row = _execute(store, _convert(job, keep_ties))
         if "error" in row:
             if row["error"].startswith("bad S-expression"):
-                raise SExprError(row["error"][len("bad S-expression: "):])
+                raise SExprError(row["error"][len("bad S-expression: ") :])
             print_json({"s_expression": args.expr, "error": row["error"]})
             return 1
         print_json({"s_expression": args.expr, "answers": row["answers"]})

@@ -28,7 +28,9 @@ def _extend(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
     return st.one_of(
         st.builds(lambda r, x: f"(JOIN {r} {x})", rel, st.one_of(children, entity, literal)),
         st.builds(lambda a, b: f"(AND {a} {b})", children, children),
-        st.builds(lambda op, x, p: f"({op} {x} {p})", st.sampled_from(["ARGMAX", "ARGMIN"]), children, relpath),
+        st.builds(
+            lambda op, x, p: f"({op} {x} {p})", st.sampled_from(["ARGMAX", "ARGMIN"]), children, relpath
+        ),
         st.builds(
             lambda op, p, v: f"({op} {p} {v})", st.sampled_from(["lt", "le", "gt", "ge"]), relpath, literal
         ),

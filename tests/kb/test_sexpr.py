@@ -23,7 +23,7 @@ def test_round_trip_every_real_gold_sexpr(gold_sexprs):
 
 
 def test_tree_shape():
-    tree = parse_sexpr('(AND music.album (JOIN (R music.artist.album) m.0abc))')
+    tree = parse_sexpr("(AND music.album (JOIN (R music.artist.album) m.0abc))")
     assert tree == Call(
         "AND",
         (Atom("music.album"), Call("JOIN", (Call("R", (Atom("music.artist.album"),)), Atom("m.0abc")))),
@@ -59,7 +59,9 @@ def test_schema_items_in_order_of_first_occurrence():
     )
     assert items.entities == ("m.05zppz", "m.06w2sn5")
     assert items.classes == () and items.literals == ()
-    typed = schema_items("(AND film.film (lt film.film.initial_release_date 1998^^http://www.w3.org/2001/XMLSchema#gYear))")
+    typed = schema_items(
+        "(AND film.film (lt film.film.initial_release_date 1998^^http://www.w3.org/2001/XMLSchema#gYear))"
+    )
     assert typed.classes == ("film.film",)
     assert typed.literals == ("1998^^http://www.w3.org/2001/XMLSchema#gYear",)
 
@@ -122,7 +124,29 @@ def test_printer_and_parser_are_inverse(text):
     assert parse_sexpr(to_sexpr_string(tree)) == tree
 
 
-_MUTATION_TOKENS = ["(", ")", "AND", "JOIN", "R", "COUNT", "ARGMAX", "OR", "TC", "gt", '"', "m.0x", "a.b.c", " ", "^^", "@en", "NOW", "\\", "{", "}", "\n"]
+_MUTATION_TOKENS = [
+    "(",
+    ")",
+    "AND",
+    "JOIN",
+    "R",
+    "COUNT",
+    "ARGMAX",
+    "OR",
+    "TC",
+    "gt",
+    '"',
+    "m.0x",
+    "a.b.c",
+    " ",
+    "^^",
+    "@en",
+    "NOW",
+    "\\",
+    "{",
+    "}",
+    "\n",
+]
 
 
 def _mutate(text: str, rng: random.Random) -> str:

@@ -97,7 +97,10 @@ def test_literal_answers_are_english_or_untagged():
 
 def test_class_constraint_and_language_tagged_join():
     store = _store(FAMILY)
-    assert _answers(store, '(AND people.person (JOIN people.person.nationality (JOIN type.object.name "United Kingdom"@en)))') == {"m.a"}
+    assert _answers(
+        store,
+        '(AND people.person (JOIN people.person.nationality (JOIN type.object.name "United Kingdom"@en)))',
+    ) == {"m.a"}
     assert _answers(store, '(JOIN people.person.nationality (JOIN type.object.name "UK"))') == {"m.a"}
 
 
@@ -174,7 +177,7 @@ def test_quoted_strings_cannot_inject_sparql():
 
 @pytest.mark.parametrize(
     "bad",
-    ["(COUNT (JOIN a.b.c (COUNT a.b)))", "(TC a.b a.b.from \"soon\")", "(JOIN a.b.c m.1> . }"],
+    ["(COUNT (JOIN a.b.c (COUNT a.b)))", '(TC a.b a.b.from "soon")', "(JOIN a.b.c m.1> . }"],
 )
 def test_unconvertible_input_raises_the_typed_error(bad):
     with pytest.raises(SExprError):

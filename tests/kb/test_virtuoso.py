@@ -103,7 +103,9 @@ FLOAT_VS_DECIMAL = _xfail(
     "a bare number is an xsd:decimal: Oxigraph promotes it to float (1.9f = 1.9), Virtuoso compares "
     "the float widened to double (1.899999976 < 1.9); typed literals (1.9^^xsd:float) agree"
 )
-BCE_YEAR = _xfail("Virtuoso stores gYear '-0500' as '-500' and orders BCE years after CE years (answers are canonicalised back)")
+BCE_YEAR = _xfail(
+    "Virtuoso stores gYear '-0500' as '-500' and orders BCE years after CE years (answers are canonicalised back)"
+)
 BIG_INT = _xfail(
     "an integer beyond 64 bits: Virtuoso keeps it as a decimal, Oxigraph treats it as ill-formed "
     "(not numeric), so comparisons and ARGMAX differ"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -226,3 +227,25 @@ def test_a_real_lora_module_in_the_chain(kb) -> None:
     for row in rows:
         assert [a.strategy for a in row.attempts][:1] == ["s1"] and len(row.attempts[0].beams) == 2
         assert row.strategy in (None, "s3")  # random weights write no executable logical form
+
+
+def test_shipped_pipeline_config_fits_the_pipeline() -> None:
+    """configs/tfs/pipeline.yaml names only tasks, strategies and options the pipeline accepts."""
+    import inspect
+
+    import yaml
+
+    from kbqa_lit.datamodules.prompts import TASKS
+    from kbqa_lit.pipelines.tfs_fallback import STRATEGIES
+
+    config = yaml.safe_load(
+        (Path(__file__).resolve().parents[2] / "configs" / "tfs" / "pipeline.yaml").read_text()
+    )
+    assert set(config) <= {"data", "kb", "strategies", "order", "members", "decoding", "linking", "out"}
+    assert set(config["strategies"]) <= set(STRATEGIES) and config["order"] in ("strategy", "member")
+    accepted = set(inspect.signature(TFSFallbackPipeline.__init__).parameters)
+    assert set(config["decoding"]) <= accepted
+    assert set(config["linking"]) - {"surface_index"} <= accepted
+    for spec in config["members"]:
+        assert spec["name"] and set(spec["adapters"]) <= set(TASKS)
+    assert config["kb"]["store"] and config["data"]["split"] in ("train", "dev", "test")
