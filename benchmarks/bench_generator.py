@@ -65,9 +65,7 @@ def bare_loop(module: MultitaskGenerator, batch: dict, steps: int, total: int) -
     for _ in range(steps):
         t0 = time.perf_counter()
         l_lf = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"], labels=b["labels"]).loss
-        l_ans = model(
-            input_ids=b["ans_input_ids"], attention_mask=b["ans_attention_mask"], labels=b["ans_labels"]
-        ).loss
+        l_ans = model(input_ids=b["ans_input_ids"], attention_mask=b["ans_attention_mask"], labels=b["ans_labels"]).loss
         loss = l_lf + alpha * l_ans
         loss.backward()
         opt.step()
@@ -137,9 +135,7 @@ def label_padding(batches: list[dict]) -> float:
 def padding_waste(data_dir: str, batch_size: int = 16, epochs: int = 3) -> dict[str, float]:
     out: dict[str, float] = {}
     for bucket in (False, True):
-        dm = GenerationDataModule(
-            data_dir=data_dir, synthetic_seed=0, batch_size=batch_size, bucket_by_length=bucket
-        )
+        dm = GenerationDataModule(data_dir=data_dir, synthetic_seed=0, batch_size=batch_size, bucket_by_length=bucket)
         dm.setup("fit")
         seed_everything(0)
         loader = dm.train_dataloader()
@@ -185,8 +181,7 @@ def main() -> None:
         f"padding share of inputs   shuffled {pad['shuffled_inputs']:.1%}   "
         f"bucketed {pad['bucketed_inputs']:.1%}   "
         f"({pad['shuffled_inputs'] / max(pad['bucketed_inputs'], 1e-9):.1f}x less)",
-        f"padding share of labels   shuffled {pad['shuffled_labels']:.1%}   "
-        f"bucketed {pad['bucketed_labels']:.1%}",
+        f"padding share of labels   shuffled {pad['shuffled_labels']:.1%}   bucketed {pad['bucketed_labels']:.1%}",
         f"tiny T5 step, LF batch {step['shape']}, answer batch {step['ans_shape']}, "
         f"median of {step['n']} steps each, torch threads {torch.get_num_threads()}",
         f"bare PyTorch step            {step['bare_ms']:.1f} ms",

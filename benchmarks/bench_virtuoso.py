@@ -121,9 +121,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="medium", help="synthetic world size")
     parser.add_argument("--repeats", type=int, default=2, help="timed passes over each workload")
-    parser.add_argument(
-        "--metaqa-sample", type=int, default=1000, help="MetaQA dev questions per hop (0: skip)"
-    )
+    parser.add_argument("--metaqa-sample", type=int, default=1000, help="MetaQA dev questions per hop (0: skip)")
     parser.add_argument("--memory", default="2G", help="memory for Virtuoso's buffers")
     args = parser.parse_args()
     try:

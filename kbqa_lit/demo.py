@@ -41,9 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     world = build_world(out / "world", seed=args.seed, size="small")
     console.print(f"[bold]synthetic world[/]: {world['triples']} triples, questions {world['questions']}")
     stats = build_store(out / "kb", [out / "world" / "kb.nt"], "nt", overwrite=True)
-    console.print(
-        f"[bold]embedded Oxigraph store[/]: {stats['triples']} triples loaded in {stats['seconds']} s"
-    )
+    console.print(f"[bold]embedded Oxigraph store[/]: {stats['triples']} triples loaded in {stats['seconds']} s")
 
     store = OxigraphStore(out / "kb", timeout=10.0)
     examples = list(read_jsonl(out / "world" / "test.jsonl"))
@@ -60,9 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"qid": ex.qid, "answers": result.answers, "error": result.error})
         if i < args.show:
             names = {a.id: a.name for a in ex.answers}
-            shown = ", ".join(names.get(a, a) for a in result.answers[:4]) + (
-                " ..." if len(result.answers) > 4 else ""
-            )
+            shown = ", ".join(names.get(a, a) for a in result.answers[:4]) + (" ..." if len(result.answers) > 4 else "")
             table.add_row(
                 ex.question,
                 ex.s_expression or "",

@@ -398,9 +398,7 @@ class ExecutionGuidedEval(L.Callback):
                 texts = pl_module.generate_answer(batch, max_new_tokens=self.max_new_tokens)
         return [list(b) for b in beams], None if texts is None else [str(t) for t in texts]
 
-    def _batch(
-        self, stage: str, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any
-    ) -> None:
+    def _batch(self, stage: str, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any) -> None:
         assert self.selector is not None, "setup() opens the store"
         examples = self._examples_for(trainer, STAGES[stage][1])
         index = batch["index"]
@@ -419,15 +417,11 @@ class ExecutionGuidedEval(L.Callback):
                 beams[k],
                 semantics=ex.semantics,
                 label_to_ids=invert_labels(ex.entity_labels()),
-                candidates=tuple(
-                    (str(e), str(n)) for e, n in (ex.meta.get("entity_candidates") or {}).items()
-                ),
+                candidates=tuple((str(e), str(n)) for e, n in (ex.meta.get("entity_candidates") or {}).items()),
                 answer_text=None if texts is None else texts[k],
                 name_to_ids=self.names,
             )
-            score = score_question(
-                sel.answers, gold_parses(ex), em=self._em(sel, ex), executable=sel.executable
-            )
+            score = score_question(sel.answers, gold_parses(ex), em=self._em(sel, ex), executable=sel.executable)
             scores.append(score)
             fallbacks += int(sel.fallback)
             self._rows.append(self._row(i, ex, beams[k], None if texts is None else texts[k], sel, score))
@@ -443,9 +437,7 @@ class ExecutionGuidedEval(L.Callback):
         try:
             return 1.0 if any(logical_form_em(sel.chosen_sexpr, g, self._reverse) for g in golds) else 0.0
         except SExprError as exc:
-            rank_zero_warn(
-                f"question {ex.qid}: the gold S-expression does not parse ({exc}); EM not measured"
-            )
+            rank_zero_warn(f"question {ex.qid}: the gold S-expression does not parse ({exc}); EM not measured")
             return None
 
     @staticmethod
@@ -501,9 +493,7 @@ class ExecutionGuidedEval(L.Callback):
         if stage != "predict":
             for key in LOGGED:
                 if key in values:
-                    pl_module.log(
-                        f"{prefix}/{key}", values[key], sync_dist=False, prog_bar=key in ("f1", "hit1")
-                    )
+                    pl_module.log(f"{prefix}/{key}", values[key], sync_dist=False, prog_bar=key in ("f1", "hit1"))
         if not trainer.sanity_checking:
             self.last_path = self._out_path(prefix, trainer)
             if trainer.is_global_zero:

@@ -38,9 +38,7 @@ def split_examples(
         UserInputError: For bad fractions or duplicate qids.
     """
     if len(fractions) not in (2, 3) or any(f < 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-6:
-        raise UserInputError(
-            f"fractions must be 2 or 3 non-negative numbers summing to 1, got {list(fractions)}"
-        )
+        raise UserInputError(f"fractions must be 2 or 3 non-negative numbers summing to 1, got {list(fractions)}")
     bounds, total = [], 0.0
     for f in fractions:
         total += f
@@ -57,9 +55,7 @@ def split_examples(
     return out
 
 
-def split_file(
-    path: str | Path, out_dir: str | Path, fractions: Sequence[float], seed: int = 0
-) -> dict[str, int]:
+def split_file(path: str | Path, out_dir: str | Path, fractions: Sequence[float], seed: int = 0) -> dict[str, int]:
     """Split a common-schema JSON-lines file into ``out_dir/{train,dev,test}.jsonl``; return the counts."""
     parts = split_examples(list(read_jsonl(path)), fractions, seed)
     counts = {}

@@ -142,9 +142,7 @@ def answer_target(ex: KBQAExample) -> str | None:
     return ANSWER_SEP.join(names) if names else None
 
 
-def coq_texts(
-    ex: KBQAExample, *, use_decomposition: bool = True, patterns: str = "gold"
-) -> dict[str, str | None]:
+def coq_texts(ex: KBQAExample, *, use_decomposition: bool = True, patterns: str = "gold") -> dict[str, str | None]:
     """Both CoQ inputs and targets of one example.
 
     Returns:

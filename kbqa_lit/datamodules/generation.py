@@ -158,9 +158,7 @@ class GenerationDataModule(LightningDataModule):
         if self.data_dir is None:
             return None
         names = _DEFAULT_NAMES[split]
-        return next(
-            (self.data_dir / n for n in names if (self.data_dir / n).is_file()), self.data_dir / names[0]
-        )
+        return next((self.data_dir / n for n in names if (self.data_dir / n).is_file()), self.data_dir / names[0])
 
     def _ensure_data(self) -> None:
         """Build the synthetic world into ``data_dir`` when asked to and its files are missing."""
@@ -176,9 +174,7 @@ class GenerationDataModule(LightningDataModule):
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with FileLock(str(self.data_dir / ".build_world.lock")):
             if not all(p is not None and p.is_file() for p in needed):
-                log.info(
-                    "building the synthetic world (seed %s) in %s", self.hparams.synthetic_seed, self.data_dir
-                )
+                log.info("building the synthetic world (seed %s) in %s", self.hparams.synthetic_seed, self.data_dir)
                 build_world(self.data_dir, seed=self.hparams.synthetic_seed, size=self.hparams.synthetic_size)
 
     def examples(self, split: str) -> list[KBQAExample]:
@@ -203,9 +199,7 @@ class GenerationDataModule(LightningDataModule):
         train = self.split_file("train")
         splits = ["train"] if train is not None and train.is_file() else []
         if not splits:
-            splits = [
-                s for s in ("val", "test", "predict") if (p := self.split_file(s)) is not None and p.is_file()
-            ]
+            splits = [s for s in ("val", "test", "predict") if (p := self.split_file(s)) is not None and p.is_file()]
             log.warning("no training file: training the tokenizer on %s", ", ".join(splits) or "nothing")
         texts = [LF_PREFIX, ANSWER_PREFIX]
         for split in dict.fromkeys(splits):
@@ -221,9 +215,7 @@ class GenerationDataModule(LightningDataModule):
             return build_tokenizer(name)
         texts = self._tokenizer_texts()
         if len(texts) <= 2:
-            raise UserInputError(
-                "no examples to train a tokenizer on; set tokenizer_name_or_path or the files"
-            )
+            raise UserInputError("no examples to train a tokenizer on; set tokenizer_name_or_path or the files")
         return build_tokenizer(
             train_texts=texts, vocab_size=self.hparams.vocab_size, cache_dir=self._home() / ".tokenizer"
         )
@@ -241,9 +233,7 @@ class GenerationDataModule(LightningDataModule):
     # ------------------------------------------------------------------ tokenised splits
 
     def _cache_root(self) -> Path:
-        return (
-            Path(self.hparams.cache_dir).expanduser() if self.hparams.cache_dir else self._home() / ".cache"
-        )
+        return Path(self.hparams.cache_dir).expanduser() if self.hparams.cache_dir else self._home() / ".cache"
 
     def dataset(self, split: str) -> TokenizedSplit:
         """The tokenised ``split`` (loaded from the Arrow cache, or encoded and cached once)."""

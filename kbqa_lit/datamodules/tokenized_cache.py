@@ -129,9 +129,7 @@ _FEATURES = {
 
 def cache_key(file: str | Path, tokenizer: PreTrainedTokenizerBase, settings: dict[str, Any]) -> str:
     """Hash of the file content, the input settings and the tokenizer."""
-    blob = json.dumps(
-        [_CACHE_FORMAT, file_digest(file), tokenizer_fingerprint(tokenizer), settings], sort_keys=True
-    )
+    blob = json.dumps([_CACHE_FORMAT, file_digest(file), tokenizer_fingerprint(tokenizer), settings], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 

@@ -153,9 +153,7 @@ class ExecutionCache:
     def _connect(self) -> sqlite3.Connection:
         if self._conn is not None and self._pid == os.getpid():
             return self._conn
-        conn = sqlite3.connect(
-            str(self.path), timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
-        )
+        conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -201,9 +199,7 @@ class ExecutionCache:
         """
         key = self._key(store, query)
         row = self._with_retry(
-            lambda conn: conn.execute(
-                "SELECT answers, ok, error FROM results WHERE key = ?", (key,)
-            ).fetchone()
+            lambda conn: conn.execute("SELECT answers, ok, error FROM results WHERE key = ?", (key,)).fetchone()
         )
         if row is None:
             self.misses += 1
@@ -233,8 +229,7 @@ class ExecutionCache:
 
         def write(conn: sqlite3.Connection) -> None:
             conn.execute(
-                "INSERT OR REPLACE INTO results (key, store, answers, ok, error, created) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO results (key, store, answers, ok, error, created) VALUES (?, ?, ?, ?, ?, ?)",
                 row,
             )
 

@@ -273,13 +273,9 @@ def build_store(
             raise StoreError(f"{out} exists and is not a directory")
         if any(out.iterdir()):
             if not overwrite:
-                raise StoreError(
-                    f"{out} exists and is not empty; pass overwrite=True (--overwrite) to replace it"
-                )
+                raise StoreError(f"{out} exists and is not empty; pass overwrite=True (--overwrite) to replace it")
             if not _looks_like_store(out):
-                raise StoreError(
-                    f"refusing to overwrite {out}: it is not empty and does not hold an Oxigraph store"
-                )
+                raise StoreError(f"refusing to overwrite {out}: it is not empty and does not hold an Oxigraph store")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.building-{uuid.uuid4().hex[:8]}")
     store = None

@@ -70,9 +70,7 @@ def _read_roles(path: Path) -> list[tuple[str, str, str]]:
             d1, r1, glued, r2, g2 = fields
             split = _split_glued(glued, lambda _g1, d2, r2=r2: r2.startswith(d2 + "."))
             if split is None:
-                raise DataFormatError(
-                    path, lineno, f"expected 'domain relation range', got {len(fields)} fields"
-                )
+                raise DataFormatError(path, lineno, f"expected 'domain relation range', got {len(fields)} fields")
             _check_ids(path, lineno, (d1, r1, r2, g2))
             records += [(d1, r1, split[0]), (split[1], r2, g2)]
             continue
@@ -107,9 +105,7 @@ def _read_types(path: Path, known_classes: set[str]) -> list[tuple[str, str]]:
             elif not middle:
                 split = _split_glued(glued, lambda s1, c2: s1 in known and c2 in known)
         if split is None:
-            raise DataFormatError(
-                path, lineno, f"expected 'class {SUBCLASS_OF} superclass', got {' '.join(fields)!r}"
-            )
+            raise DataFormatError(path, lineno, f"expected 'class {SUBCLASS_OF} superclass', got {' '.join(fields)!r}")
         pairs = [(fields[0], split[0]), (split[1], fields[second + 1])]
         for pair in pairs:
             _check_ids(path, lineno, pair)

@@ -285,9 +285,7 @@ def _check_call(call: Call) -> None:
         _check_expr(args[0], "TC's first argument")
         _check_rel(args[1], "TC's second argument")
         if not (isinstance(args[2], Atom) and args[2].kind == "literal"):
-            raise SExprError(
-                f"TC's third argument must be a time literal or NOW, got {to_sexpr_string(args[2])!r}"
-            )
+            raise SExprError(f"TC's third argument must be a time literal or NOW, got {to_sexpr_string(args[2])!r}")
 
 
 def to_sexpr_string(node: SExpr) -> str:

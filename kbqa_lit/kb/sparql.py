@@ -258,9 +258,7 @@ class _Query:
         start, end = _time_relations(rel)
         if start is None and end is None:
             v = self.fresh("t")
-            self.add(
-                f'FILTER(EXISTS {{ {term} {_iri(rel)} {v} . FILTER(SUBSTR(STR({v}), 1, 4) = "{year}") }})'
-            )
+            self.add(f'FILTER(EXISTS {{ {term} {_iri(rel)} {v} . FILTER(SUBSTR(STR({v}), 1, 4) = "{year}") }})')
             return
         for relation, symbol in ((start, "<="), (end, ">=")):
             if relation is None:
@@ -292,10 +290,7 @@ class _Query:
         else:  # simple-path: every pair of nodes distinct
             nodes = [answer] + [t for t in self.node_terms if t != answer]
             pairs = [
-                (a, b)
-                for i, a in enumerate(nodes)
-                for b in nodes[i + 1 :]
-                if a.startswith("?") or b.startswith("?")
+                (a, b) for i, a in enumerate(nodes) for b in nodes[i + 1 :] if a.startswith("?") or b.startswith("?")
             ]
         if not pairs:
             return []
@@ -357,8 +352,6 @@ def sexpr_to_sparql(
         head = f"SELECT (COUNT(DISTINCT {answer}) AS {COUNT_VAR})"
     else:
         head = f"SELECT DISTINCT {answer}"
-        lines.append(
-            f"FILTER(!isLiteral({answer}) || LANG({answer}) = '' || LANGMATCHES(LANG({answer}), 'en'))"
-        )
+        lines.append(f"FILTER(!isLiteral({answer}) || LANG({answer}) = '' || LANGMATCHES(LANG({answer}), 'en'))")
     body = "\n  ".join(lines)
     return f"{head} WHERE {{\n  {body}\n}}{order}"

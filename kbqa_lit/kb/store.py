@@ -283,11 +283,7 @@ class OxigraphStore(_CachingStore):
         self.workers = max(1, int(workers))
         self._runners: queue.LifoQueue[ProcessRunner | ThreadRunner] = queue.LifoQueue()
         for _ in range(self.workers if isolation == "process" else 1):
-            runner = (
-                ProcessRunner(self.path, startup_timeout)
-                if isolation == "process"
-                else ThreadRunner(self.path)
-            )
+            runner = ProcessRunner(self.path, startup_timeout) if isolation == "process" else ThreadRunner(self.path)
             self._runners.put(runner)
         for runner in list(self._runners.queue):
             runner.start()
@@ -491,9 +487,7 @@ class EndpointStore(_CachingStore):
         outcome, payload, attempts = self._request("ASK {}")
         if outcome in ("ok", "bad"):
             return time.perf_counter() - start
-        raise EndpointUnreachableError(
-            f"SPARQL endpoint {self.url} is unreachable ({attempts} attempt(s)): {payload}"
-        )
+        raise EndpointUnreachableError(f"SPARQL endpoint {self.url} is unreachable ({attempts} attempt(s)): {payload}")
 
     def __repr__(self) -> str:
         return f"EndpointStore({self.url!r}, timeout={self.timeout:g})"

@@ -188,9 +188,7 @@ class VirtuosoServer:
         self.startup_timeout = float(startup_timeout)
         self.clean_on_exit = clean_on_exit
         self.process: subprocess.Popen[bytes] | None = None
-        self.pid: int | None = (
-            state.get("pid") if state.get("pid") and self._is_our_server(state["pid"]) else None
-        )
+        self.pid: int | None = state.get("pid") if state.get("pid") and self._is_our_server(state["pid"]) else None
         self.start_seconds: float | None = None
 
     # ------------------------------------------------------------------ files and state
@@ -502,9 +500,7 @@ class VirtuosoServer:
         link.symlink_to(path)
         return link
 
-    def load(
-        self, files: Sequence[str | Path], *, graph: str | None = None, loaders: int = 1
-    ) -> dict[str, Any]:
+    def load(self, files: Sequence[str | Path], *, graph: str | None = None, loaders: int = 1) -> dict[str, Any]:
         """Bulk-load RDF files into ``graph`` (the running server's bulk loader).
 
         The loader picks the parser from the file name: ``.nt``/``.ttl`` (Turtle, a superset of
@@ -543,9 +539,7 @@ class VirtuosoServer:
             "SELECT concat ('KBQA-LOAD-ERROR ', ll_file, ' :: ', ll_error) FROM DB.DBA.load_list "
             f"WHERE ll_error IS NOT NULL AND ll_file IN ({listed});"
         )
-        errors = [
-            line.split("KBQA-LOAD-ERROR ", 1)[1] for line in report.splitlines() if "KBQA-LOAD-ERROR " in line
-        ]
+        errors = [line.split("KBQA-LOAD-ERROR ", 1)[1] for line in report.splitlines() if "KBQA-LOAD-ERROR " in line]
         if errors:
             raise StoreError("the Virtuoso bulk loader rejected: " + "; ".join(errors))
         return {

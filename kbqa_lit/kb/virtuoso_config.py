@@ -46,15 +46,11 @@ def find_binaries(virtuoso: str | None = None, isql: str | None = None) -> tuple
     """
     server = virtuoso or os.environ.get("KBQA_VIRTUOSO_BIN") or shutil.which("virtuoso-t")
     if not server:
-        server = next(
-            (f"{d}/virtuoso-t" for d in _SEARCH_DIRS if os.access(f"{d}/virtuoso-t", os.X_OK)), None
-        )
+        server = next((f"{d}/virtuoso-t" for d in _SEARCH_DIRS if os.access(f"{d}/virtuoso-t", os.X_OK)), None)
     client = isql or os.environ.get("KBQA_VIRTUOSO_ISQL") or shutil.which("isql-vt") or shutil.which("isql-v")
     if not client and server:
         here = Path(server).resolve().parent
-        client = next(
-            (str(here / n) for n in ("isql-vt", "isql-v", "isql") if os.access(here / n, os.X_OK)), None
-        )
+        client = next((str(here / n) for n in ("isql-vt", "isql-v", "isql") if os.access(here / n, os.X_OK)), None)
     if not client:
         client = next((f"{d}/isql-vt" for d in _SEARCH_DIRS if os.access(f"{d}/isql-vt", os.X_OK)), None)
     if not server or not client or not os.access(server, os.X_OK) or not os.access(client, os.X_OK):

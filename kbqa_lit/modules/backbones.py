@@ -74,11 +74,7 @@ def add_special_tokens(tokenizer: PreTrainedTokenizerBase, tokens: Iterable[str]
     missing = [t for t in dict.fromkeys(tokens) if t not in present]
     if not missing:
         return 0
-    return int(
-        tokenizer.add_special_tokens(
-            {"additional_special_tokens": missing}, replace_extra_special_tokens=False
-        )
-    )
+    return int(tokenizer.add_special_tokens({"additional_special_tokens": missing}, replace_extra_special_tokens=False))
 
 
 def _texts_fingerprint(texts: list[str], vocab_size: int, special: tuple[str, ...]) -> str:
@@ -209,9 +205,7 @@ def tiny_t5_config(tokenizer: PreTrainedTokenizerBase | None = None, **overrides
     if tokenizer is not None:
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         eos = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 1
-        fields.update(
-            vocab_size=len(tokenizer), pad_token_id=pad, eos_token_id=eos, decoder_start_token_id=pad
-        )
+        fields.update(vocab_size=len(tokenizer), pad_token_id=pad, eos_token_id=eos, decoder_start_token_id=pad)
     fields.update(overrides)
     fields.setdefault("decoder_start_token_id", fields.get("pad_token_id", 0))
     if "num_layers" in overrides and "num_decoder_layers" not in overrides:

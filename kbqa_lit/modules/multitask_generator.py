@@ -241,9 +241,7 @@ class MultitaskGenerator(LightningModule):
         """
         if "ans_input_ids" not in batch:
             return []
-        return self._generate(
-            batch["ans_input_ids"], batch["ans_attention_mask"], max_new_tokens=max_new_tokens
-        )
+        return self._generate(batch["ans_input_ids"], batch["ans_attention_mask"], max_new_tokens=max_new_tokens)
 
     # ------------------------------------------------------------------ optimisation
 
@@ -285,9 +283,7 @@ class MultitaskGenerator(LightningModule):
         if self.tokenizer is not None:
             with tempfile.TemporaryDirectory() as tmp:
                 self.tokenizer.save_pretrained(tmp)
-                checkpoint["tokenizer_files"] = {
-                    p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()
-                }
+                checkpoint["tokenizer_files"] = {p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()}
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Restore the tokenizer (unless one was given) and rebuild the network if its shape differs."""
@@ -311,10 +307,7 @@ class MultitaskGenerator(LightningModule):
                 self.model = T5ForConditionalGeneration(T5Config.from_dict(stored))
                 if self.tokenizer is not None:
                     wire_generation_ids(self.model, self.tokenizer)
-        if (
-            self.tokenizer is not None
-            and len(self.tokenizer) > self.model.get_input_embeddings().num_embeddings
-        ):
+        if self.tokenizer is not None and len(self.tokenizer) > self.model.get_input_embeddings().num_embeddings:
             raise ValueError("the tokenizer has more tokens than the checkpoint's embeddings")
 
     def save_pretrained(self, out_dir: str | Path) -> Path:

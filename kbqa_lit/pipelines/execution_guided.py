@@ -192,8 +192,7 @@ class KBNameLookup(Mapping[str, list[str]]):
         lit = escape_literal(name)
         rel = f"<{NS}{NAME_RELATION}>"
         return (
-            f'SELECT DISTINCT ?e WHERE {{ {{ ?e {rel} "{lit}"@en }} UNION {{ ?e {rel} "{lit}" }} }} '
-            f"LIMIT {self.limit}"
+            f'SELECT DISTINCT ?e WHERE {{ {{ ?e {rel} "{lit}"@en }} UNION {{ ?e {rel} "{lit}" }} }} LIMIT {self.limit}'
         )
 
     def __getitem__(self, name: str) -> list[str]:
@@ -203,11 +202,7 @@ class KBNameLookup(Mapping[str, list[str]]):
         if not isinstance(name, str) or not name:
             raise KeyError(name)
         result = _safe_execute(self.kb, self.query(name))
-        ids = (
-            [a for a in result.answers if not a.startswith(("http://", "https://", "_:"))]
-            if result.ok
-            else []
-        )
+        ids = [a for a in result.answers if not a.startswith(("http://", "https://", "_:"))] if result.ok else []
         if not ids:
             raise KeyError(name)
         with self._lock:

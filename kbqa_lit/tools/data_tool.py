@@ -23,9 +23,7 @@ SYNTH_SIZES = ("small", "medium", "large")
 
 def register(subparsers: Any) -> None:
     """Add the ``data`` command group (``convert``, ``synth``) to the ``kbqa`` parser."""
-    data = subparsers.add_parser(
-        "data", help="convert datasets to the common schema; build the synthetic world"
-    )
+    data = subparsers.add_parser("data", help="convert datasets to the common schema; build the synthetic world")
     sub = data.add_subparsers(dest="data_command", metavar="SUBCOMMAND")
     data.set_defaults(func=lambda _args: _missing_subcommand(data))
 
@@ -38,9 +36,7 @@ def register(subparsers: Any) -> None:
         ),
     )
     conv.add_argument("--format", required=True, choices=sorted(READERS), help="the input's dataset format")
-    conv.add_argument(
-        "--input", required=True, type=Path, help="dataset file, or folder for metaqa/synthetic"
-    )
+    conv.add_argument("--input", required=True, type=Path, help="dataset file, or folder for metaqa/synthetic")
     conv.add_argument("--out", required=True, type=Path, help="output JSON-lines file (written atomically)")
     conv.add_argument(
         "--split",

@@ -69,9 +69,7 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="ontology reverse_properties file (rel<TAB>reverse), so EM identifies (R r) with r's reverse",
     )
-    p.add_argument(
-        "--per-question", type=Path, default=None, metavar="OUT.jsonl", help="write per-question scores"
-    )
+    p.add_argument("--per-question", type=Path, default=None, metavar="OUT.jsonl", help="write per-question scores")
     p.add_argument(
         "--ranked",
         action="store_true",
@@ -183,9 +181,7 @@ def _pred_answer(obj: Any, by_name: bool) -> str:
     return answer_key(str(obj))
 
 
-def _read_preds(
-    path: Path, gold: Mapping[str, GoldQuestion]
-) -> tuple[dict[str, Prediction], int, bool, bool]:
+def _read_preds(path: Path, gold: Mapping[str, GoldQuestion]) -> tuple[dict[str, Prediction], int, bool, bool]:
     """Return (predictions by qid, unknown count, any s_expression given, any executable given)."""
     preds: dict[str, Prediction] = {}
     unknown, any_lf, any_exec = 0, False, False
@@ -220,9 +216,7 @@ def _read_preds(
     return preds, unknown, any_lf, any_exec
 
 
-def _em(
-    pred: Prediction | None, g: GoldQuestion, reverse: Mapping[str, str] | None, gold_path: Path
-) -> float:
+def _em(pred: Prediction | None, g: GoldQuestion, reverse: Mapping[str, str] | None, gold_path: Path) -> float:
     if pred is None or pred.s_expression is None:
         return 0.0
     try:

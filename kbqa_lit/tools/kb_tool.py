@@ -238,26 +238,18 @@ def _register_virtuoso(kb_sub: argparse._SubParsersAction) -> None:
         "triples_loaded, seconds}. Without --data, serve the database already in DIR. Needs the "
         "Debian package virtuoso-opensource-7-bin.",
     )
-    serve.add_argument(
-        "--data", nargs="+", metavar="FILE", help="N-Triples files (.nt, .nt.gz; also .ttl/.nq)"
-    )
+    serve.add_argument("--data", nargs="+", metavar="FILE", help="N-Triples files (.nt, .nt.gz; also .ttl/.nq)")
     serve.add_argument("--dir", required=True, help="the database directory (created when missing)")
     serve.add_argument("--port", type=int, default=None, help="HTTP port of /sparql (default 8890)")
     serve.add_argument("--isql-port", type=int, default=None, help="isql port (default 1111)")
-    serve.add_argument(
-        "--graph", default=None, help="named graph to load into and query (default http://freebase.com)"
-    )
+    serve.add_argument("--graph", default=None, help="named graph to load into and query (default http://freebase.com)")
     serve.add_argument(
         "--memory", default="1G", help="memory for Virtuoso's page buffers, e.g. 2G; full Freebase: 32G-64G"
     )
-    serve.add_argument(
-        "--max-query-seconds", type=int, default=60, help="server-side query time limit (0: none)"
-    )
+    serve.add_argument("--max-query-seconds", type=int, default=60, help="server-side query time limit (0: none)")
     serve.add_argument("--max-rows", type=int, default=100_000, help="rows returned at most per query")
     serve.add_argument("--loaders", type=int, default=1, help="parallel bulk-loader sessions (many files)")
-    serve.add_argument(
-        "--timeout", type=_positive, default=120.0, help="seconds to wait for the server to start"
-    )
+    serve.add_argument("--timeout", type=_positive, default=120.0, help="seconds to wait for the server to start")
     serve.add_argument("--overwrite", action="store_true", help="replace a database already in --dir")
     serve.add_argument(
         "--foreground",
@@ -315,9 +307,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run one SPARQL SELECT/ASK query; prints JSON {ok, answers, error, elapsed}; "
         "exit status 1 when the query failed.",
     )
-    query.add_argument(
-        "--store", required=True, help="an Oxigraph store directory or an http(s) SPARQL endpoint URL"
-    )
+    query.add_argument("--store", required=True, help="an Oxigraph store directory or an http(s) SPARQL endpoint URL")
     query.add_argument("--timeout", type=_positive, default=None, help="seconds before the query is given up")
     query.add_argument("query", metavar="QUERY", help="SPARQL text, or @FILE to read it from a file")
     query.set_defaults(func=cmd_query)

@@ -53,9 +53,7 @@ def _n(expr: str) -> str:
     return normalize_sexpr(expr, LABELS)
 
 
-def _ex(
-    qid: str, question: str, gold: list[tuple[str, str, str]], sexpr: str | None, topics: list[str]
-) -> KBQAExample:
+def _ex(qid: str, question: str, gold: list[tuple[str, str, str]], sexpr: str | None, topics: list[str]) -> KBQAExample:
     return KBQAExample(
         qid=qid,
         question=question,
@@ -195,9 +193,7 @@ class FakeGenerator(L.LightningModule):
         self, batch: dict[str, torch.Tensor], num_beams: int, num_return_sequences: int, max_new_tokens: int
     ) -> list[list[str]]:
         assert not torch.is_grad_enabled()
-        self.lf_calls.append(
-            {"num_beams": num_beams, "n": num_return_sequences, "max_new_tokens": max_new_tokens}
-        )
+        self.lf_calls.append({"num_beams": num_beams, "n": num_return_sequences, "max_new_tokens": max_new_tokens})
         return [list(CASES[int(i)][1][:num_return_sequences]) for i in batch["index"]]
 
     def generate_answer(self, batch: dict[str, torch.Tensor], max_new_tokens: int) -> list[str]:

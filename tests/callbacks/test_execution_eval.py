@@ -57,12 +57,8 @@ def check_rows(rows: list[dict[str, Any]]) -> None:
 
 # -- validate, in process -------------------------------------------------------------------
 @pytest.mark.parametrize("workers", [1, 2])
-def test_validate_logs_hand_computed_metrics_and_writes_rows(
-    store_dir: Path, tmp_path: Path, workers: int
-) -> None:
-    callback = ExecutionGuidedEval(
-        str(store_dir), num_beams=4, max_new_tokens=32, workers=workers, timeout=5.0
-    )
+def test_validate_logs_hand_computed_metrics_and_writes_rows(store_dir: Path, tmp_path: Path, workers: int) -> None:
+    callback = ExecutionGuidedEval(str(store_dir), num_beams=4, max_new_tokens=32, workers=workers, timeout=5.0)
     model = FakeGenerator()
     trainer = make_trainer(tmp_path, callback)
     out = trainer.validate(model, datamodule=TinyDataModule())[0]

@@ -27,11 +27,7 @@ LIGHTNING_YAMLS = [p for p in ALL_YAMLS if "sweeps" not in p.parts and _is_cli_c
 
 
 def test_every_yaml_is_checked_somewhere():
-    rest = {
-        p.relative_to(CONFIGS).as_posix()
-        for p in ALL_YAMLS
-        if "sweeps" not in p.parts and not _is_cli_config(p)
-    }
+    rest = {p.relative_to(CONFIGS).as_posix() for p in ALL_YAMLS if "sweeps" not in p.parts and not _is_cli_config(p)}
     assert rest <= OTHER_YAMLS, f"YAMLs no test parses: {sorted(rest - OTHER_YAMLS)}"
 
 

@@ -97,9 +97,7 @@ def test_webqsp_official_as_list_and_json_lines(tmp_path):
     as_list = list(read_webqsp(write(tmp_path, "a.json", json.dumps(records))))
     as_lines = list(read_webqsp(write(tmp_path, "b.jsonl", "\n".join(json.dumps(r) for r in records))))
     one_line = list(read_webqsp(write(tmp_path, "c.json", json.dumps(OFFICIAL))))
-    assert (
-        [e.to_dict() for e in as_list] == [e.to_dict() for e in as_lines] == [e.to_dict() for e in one_line]
-    )
+    assert [e.to_dict() for e in as_list] == [e.to_dict() for e in as_lines] == [e.to_dict() for e in one_line]
 
 
 @pytest.mark.parametrize(
@@ -172,9 +170,7 @@ def test_grailqa_literal_and_bad_lines(tmp_path):
         "qid": 7,
         "question": "how many?",
         "s_expression": "(COUNT (JOIN a.b.c m.0x))",
-        "answer": [
-            {"answer_type": "Value", "answer_argument": "1.5^^http://www.w3.org/2001/XMLSchema#float"}
-        ],
+        "answer": [{"answer_type": "Value", "answer_argument": "1.5^^http://www.w3.org/2001/XMLSchema#float"}],
         "function": "count",
         "num_node": 2,
         "num_edge": 1,
@@ -214,9 +210,7 @@ def test_metaqa_small_dir_and_errors(tmp_path):
     assert [e.qid for e in examples] == ["metaqa-2hop-dev-0", "metaqa-2hop-dev-1"]
     assert [e.meta["kbcheck"] for e in examples] == ["exact", "extra"]
     a = entity_id_for_name("A B", "metaqa")
-    assert examples[0].s_expression == (
-        f"(JOIN (R metaqa.movie.directed_by) (JOIN metaqa.movie.starred_actors {a}))"
-    )
+    assert examples[0].s_expression == (f"(JOIN (R metaqa.movie.directed_by) (JOIN metaqa.movie.starred_actors {a}))")
 
     bad_line = _metaqa_dir(tmp_path / "b1", "no brackets here\tX\n", "actor_to_movie_to_director\n")
     with pytest.raises(DataFormatError, match=r"qa_dev.txt:1: expected exactly one \[topic entity\]"):

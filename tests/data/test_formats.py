@@ -153,10 +153,7 @@ def test_metaqa_example_and_subsets(tmp_path):
     assert first.qid == "metaqa-2hop-dev-0"
     director = entity_id_for_name("Joel Zwick", "metaqa")
     assert first.topic_entities == {director: "Joel Zwick"}
-    assert (
-        first.s_expression
-        == f"(JOIN (R metaqa.movie.in_language) (JOIN metaqa.movie.directed_by {director}))"
-    )
+    assert first.s_expression == f"(JOIN (R metaqa.movie.in_language) (JOIN metaqa.movie.directed_by {director}))"
     assert first.answers == [Answer(id=entity_id_for_name("Greek", "metaqa"), name="Greek", kind="entity")]
     assert first.meta == {
         "dataset": "metaqa",

@@ -20,9 +20,7 @@ from kbqa_lit.kb.iri import entity_id_for_name, relation_id_for
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 METAQA = DATA / "metaqa"
-needs_metaqa = pytest.mark.skipif(
-    not (METAQA / "kb.txt").is_file(), reason=f"MetaQA data not found at {METAQA}"
-)
+needs_metaqa = pytest.mark.skipif(not (METAQA / "kb.txt").is_file(), reason=f"MetaQA data not found at {METAQA}")
 
 _STEP_RE = re.compile(r"^\(JOIN (\(R (?P<fwd>\S+)\)|(?P<bwd>\S+)) (?P<inner>.+)\)$")
 

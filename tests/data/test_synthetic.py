@@ -65,9 +65,7 @@ def test_summary_and_files(world: tuple[Path, dict], examples: dict[str, list[KB
     assert summary["seconds"] < 30
 
 
-def test_same_seed_gives_identical_files_and_other_seed_differs(
-    world: tuple[Path, dict], tmp_path: Path
-) -> None:
+def test_same_seed_gives_identical_files_and_other_seed_differs(world: tuple[Path, dict], tmp_path: Path) -> None:
     out, _ = world
     build_world(tmp_path / "again", seed=0, size="small")
     for name in FILES:
@@ -218,9 +216,7 @@ def test_schema_json(world: tuple[Path, dict], triples: list) -> None:
 def test_split_generalization_levels(examples: dict[str, list[KBQAExample]]) -> None:
     train = examples["train"]
     train_sets = [frozenset(schema_items(ex.s_expression).relations) for ex in train]
-    train_items = set().union(*train_sets) | {
-        c for ex in train for c in schema_items(ex.s_expression).classes
-    }
+    train_items = set().union(*train_sets) | {c for ex in train for c in schema_items(ex.s_expression).classes}
     coverage = TrainCoverage(train_sets, [frozenset(schema_items(ex.s_expression).classes) for ex in train])
     assert generalization_level(train[:50], ["film.film.directed_by", "not.a.relation"]) == "zero-shot"
     for ex in examples["dev"]:
@@ -243,9 +239,7 @@ def test_split_generalization_levels(examples: dict[str, list[KBQAExample]]) -> 
             assert covered
     assert levels["iid"] > 50 and levels["compositional"] >= 10 and levels["zero-shot"] >= 5
     train_templates = {ex.meta["template"] for ex in train}
-    assert not train_templates & {
-        ex.meta["template"] for ex in examples["test"] if ex.meta["generalization"] != "iid"
-    }
+    assert not train_templates & {ex.meta["template"] for ex in examples["test"] if ex.meta["generalization"] != "iid"}
 
 
 def test_decompositions(examples: dict[str, list[KBQAExample]]) -> None:

@@ -35,8 +35,7 @@ def make_examples(n: int, seed: int = 0, prefix: str = "q") -> list[KBQAExample]
             sexpr = f"(JOIN (R location.location.containedby) (JOIN (R people.person.place_of_birth) {pid}))"
             answers = [Answer(kid, country)]
             decomposition = (
-                f"[SUBQ] where was {name} born? [ANS] {city} "
-                f"[SUBQ] which country is {city} in? [ANS] {country}"
+                f"[SUBQ] where was {name} born? [ANS] {city} [SUBQ] which country is {city} in? [ANS] {country}"
             )
         else:
             question = f"How many films did {name} direct {tail}?"

@@ -23,9 +23,7 @@ EX = KBQAExample(
     answers=[],
     topic_entities={"m.p1": "Ada Lovelace"},
     s_expression="(JOIN (R location.location.containedby) (JOIN (R people.person.place_of_birth) m.p1))",
-    decomposition=(
-        "[SUBQ] where was Ada Lovelace born? [ANS] London [SUBQ] which country is London in? [ANS] England"
-    ),
+    decomposition=("[SUBQ] where was Ada Lovelace born? [ANS] London [SUBQ] which country is London in? [ANS] England"),
     meta={"patterns": [["people.person.place_of_birth", "m.p1"], "free text pattern"]},
 )
 LF = (
@@ -67,10 +65,7 @@ def test_inputs_without_decomposition_or_patterns() -> None:
 def test_predicted_patterns_and_their_shapes() -> None:
     t = coq_texts(EX, use_decomposition=False, patterns="predicted")
     assert t["source"] == f"Translate to S-expression: {EX.question} | {GOLD_P} | free text pattern"
-    assert (
-        render_pattern({"relation": "a.b.c_d", "entity": "m.z", "label": "Zed"}, {})
-        == "[ a , b , c d ] , [ Zed ]"
-    )
+    assert render_pattern({"relation": "a.b.c_d", "entity": "m.z", "label": "Zed"}, {}) == "[ a , b , c d ] , [ Zed ]"
     assert render_pattern(("a.b.c", "m.unknown"), {}) == "[ a , b , c ] , [ m.unknown ]"
     with pytest.raises(ValueError):
         render_pattern(42, {})
@@ -247,7 +242,5 @@ def test_synthetic_world_is_built_on_first_use(tmp_path: Path) -> None:
     batch = next(iter(dm.train_dataloader()))
     ex = dm.examples("train")[int(batch["index"][0])]
     assert ex.question in dm.tokenizer.decode(batch["input_ids"][0], skip_special_tokens=True)
-    info = json.loads(
-        next((tmp_path / "syn" / ".cache" / "generation").glob("train-*/dataset_info.json")).read_text()
-    )
+    info = json.loads(next((tmp_path / "syn" / ".cache" / "generation").glob("train-*/dataset_info.json")).read_text())
     assert "input_ids" in info["features"]

@@ -28,12 +28,8 @@ def _extend(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
     return st.one_of(
         st.builds(lambda r, x: f"(JOIN {r} {x})", rel, st.one_of(children, entity, literal)),
         st.builds(lambda a, b: f"(AND {a} {b})", children, children),
-        st.builds(
-            lambda op, x, p: f"({op} {x} {p})", st.sampled_from(["ARGMAX", "ARGMIN"]), children, relpath
-        ),
-        st.builds(
-            lambda op, p, v: f"({op} {p} {v})", st.sampled_from(["lt", "le", "gt", "ge"]), relpath, literal
-        ),
+        st.builds(lambda op, x, p: f"({op} {x} {p})", st.sampled_from(["ARGMAX", "ARGMIN"]), children, relpath),
+        st.builds(lambda op, p, v: f"({op} {p} {v})", st.sampled_from(["lt", "le", "gt", "ge"]), relpath, literal),
         st.builds(
             lambda x, r, t: f"(TC {x} {r} {t})",
             children,
@@ -44,8 +40,6 @@ def _extend(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 
 
 #: A set-denoting expression (no COUNT).
-set_expr = st.recursive(
-    st.one_of(klass, st.builds(lambda r, e: f"(JOIN {r} {e})", rel, entity)), _extend, max_leaves=8
-)
+set_expr = st.recursive(st.one_of(klass, st.builds(lambda r, e: f"(JOIN {r} {e})", rel, entity)), _extend, max_leaves=8)
 #: Any top-level S-expression.
 sexpr_text = st.one_of(set_expr, set_expr.map(lambda s: f"(COUNT {s})"))

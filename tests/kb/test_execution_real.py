@@ -109,17 +109,9 @@ def test_pathquestion_gold_paths_execute_to_their_answers(tmp_path):
 def test_metaqa_exact_dev_questions_execute_to_their_answers(tmp_path):
     build_store(tmp_path / "mq", [shared_path("metaqa", "kb.txt")], "metaqa")
     store = OxigraphStore(tmp_path / "mq", workers=2)
-    examples = [
-        ex for ex in read_metaqa(shared_path("metaqa"), split="dev") if ex.meta.get("kbcheck") == "exact"
-    ]
+    examples = [ex for ex in read_metaqa(shared_path("metaqa"), split="dev") if ex.meta.get("kbcheck") == "exact"]
     assert len(examples) == 9483 + 12467 + 8485
     with ThreadPoolExecutor(2) as pool:
-        results = list(
-            pool.map(lambda ex: run_sexpr(store, ex.s_expression, semantics="simple-path")[1], examples)
-        )
-    wrong = [
-        ex.qid
-        for ex, r in zip(examples, results, strict=True)
-        if _ids(r.answers) != {a.id for a in ex.answers}
-    ]
+        results = list(pool.map(lambda ex: run_sexpr(store, ex.s_expression, semantics="simple-path")[1], examples))
+    wrong = [ex.qid for ex, r in zip(examples, results, strict=True) if _ids(r.answers) != {a.id for a in ex.answers}]
     assert wrong == []

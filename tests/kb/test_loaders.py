@@ -49,9 +49,7 @@ def test_escape_literal() -> None:
     assert literal_nt("9", datatype=XSD + "integer") == f'"9"^^<{XSD}integer>'
 
 
-@pytest.mark.parametrize(
-    "bad", ["", "has space", "a<b", 'q"', "x{y}", "p|q", "c^d", "b`t", "back\\s", "tab\t"]
-)
+@pytest.mark.parametrize("bad", ["", "has space", "a<b", 'q"', "x{y}", "p|q", "c^d", "b`t", "back\\s", "tab\t"])
 def test_fb_iri_rejects_unsafe_text(bad: str) -> None:
     with pytest.raises(ValueError):
         fb_iri(bad)
@@ -69,9 +67,7 @@ def test_awkward_literals_round_trip_through_a_store(tmp_path: Path) -> None:
     assert names_in(tmp_path / "pq") == ['a "quoted" name', "back\\slash <x>"]
     # newlines cannot occur in a line-based file, but the N-Triples writer escapes them anyway
     store = pyoxigraph.Store()
-    nt = "".join(
-        f"<{NS}m.e{i}> <{NS}type.object.name> {literal_nt(n, lang='en')} .\n" for i, n in enumerate(AWKWARD)
-    )
+    nt = "".join(f"<{NS}m.e{i}> <{NS}type.object.name> {literal_nt(n, lang='en')} .\n" for i, n in enumerate(AWKWARD))
     store.load(nt.encode(), pyoxigraph.RdfFormat.N_TRIPLES)
     assert sorted(q.object.value for q in store) == sorted(AWKWARD)
 
@@ -128,9 +124,7 @@ def test_tsv_object_kinds(tmp_path: Path) -> None:
         (f"<{NS}a> <{NS}b> <{NS}c> .\n<{NS}a b> <{NS}b> <{NS}c> .\n", "nt", 2, "N-Triples"),
     ],
 )
-def test_malformed_lines_name_file_and_line(
-    tmp_path: Path, content: str, fmt: str, line: int, reason: str
-) -> None:
+def test_malformed_lines_name_file_and_line(tmp_path: Path, content: str, fmt: str, line: int, reason: str) -> None:
     path = tmp_path / "bad.txt"
     path.write_text(content, encoding="utf-8")
     with pytest.raises(DataFormatError, match=reason) as info:

@@ -74,9 +74,7 @@ def test_gold_entities_without_labels_are_written_by_id(gold_sexprs):
             if not labels.get(ent):
                 unlabeled += 1
                 assert f"[ {ent} ]" in normalised
-                assert denormalize_sexpr(normalised, invert_labels(labels)) == sexpr or _shares_a_label(
-                    sexpr, labels
-                )
+                assert denormalize_sexpr(normalised, invert_labels(labels)) == sexpr or _shares_a_label(sexpr, labels)
     assert unlabeled > 0  # CWQ's common.topic.notable_types targets such as m.01mp have no label
 
 
@@ -234,10 +232,7 @@ def test_fuzzy_match_finds_a_misspelt_label():
     ]
     text = "( join ( reverse [ people , person , nationality ] ) [ Justin Beiber ] )"
     assert denormalize_sexpr(text, candidates=candidates) == "(JOIN (R people.person.nationality) m.06w2sn5)"
-    assert (
-        denormalize_sexpr("( join [ a , b ] [ Bieber Justin ] )", candidates=candidates)
-        == "(JOIN a.b m.06w2sn5)"
-    )
+    assert denormalize_sexpr("( join [ a , b ] [ Bieber Justin ] )", candidates=candidates) == "(JOIN a.b m.06w2sn5)"
     assert denormalize_sexpr("( join [ a , b ] [ Untied States ] )", {"United States": ["m.09c7w0"]}) == (
         "(JOIN a.b m.09c7w0)"
     )
@@ -334,16 +329,12 @@ _quoted_body = st.text(st.characters(blacklist_categories=("Cs",), blacklist_cha
 literals = st.one_of(
     _quoted_body.map(lambda s: f'"{s}"'),
     st.tuples(_quoted_body, _quoted_body).map(lambda p: f'"{p[0]}\\"{p[1]}"'),
-    st.tuples(_quoted_body, st.from_regex(r"[a-z]{2}(-[A-Z]{2})?", fullmatch=True)).map(
-        lambda p: f'"{p[0]}"@{p[1]}'
-    ),
+    st.tuples(_quoted_body, st.from_regex(r"[a-z]{2}(-[A-Z]{2})?", fullmatch=True)).map(lambda p: f'"{p[0]}"@{p[1]}'),
     st.integers(-(10**9), 10**9).map(str),
     st.just("NOW"),
     st.tuples(
         st.from_regex(r"[A-Za-z0-9_.:+\-]{1,12}", fullmatch=True),
-        st.sampled_from(
-            ["date", "dateTime", "gYear", "gYearMonth", "integer", "float", "boolean", "year", "x1"]
-        ),
+        st.sampled_from(["date", "dateTime", "gYear", "gYearMonth", "integer", "float", "boolean", "year", "x1"]),
     ).map(lambda p: f"{p[0]}^^{XSD}{p[1]}"),
     st.from_regex(r"[0-9]{1,4}", fullmatch=True).map(lambda v: f"{v}^^http://example.org/dt#u"),
 )

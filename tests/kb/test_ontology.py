@@ -83,9 +83,7 @@ def test_small_files(tmp_path):
 
 
 def test_cycles_in_the_class_hierarchy_terminate(tmp_path):
-    onto = Ontology.load(
-        _write(tmp_path, "a.x a.x.r a.x\n", "a.x meta.subclassOf b.y\nb.y meta.subclassOf a.x\n")
-    )
+    onto = Ontology.load(_write(tmp_path, "a.x a.x.r a.x\n", "a.x meta.subclassOf b.y\nb.y meta.subclassOf a.x\n"))
     assert onto.superclasses("a.x") == ("b.y",)
 
 

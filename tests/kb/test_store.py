@@ -337,9 +337,7 @@ def test_endpoint_select_ask_and_cache(endpoint: tuple[ThreadingHTTPServer, str]
     s = EndpointStore(url, timeout=5, method=method)
     assert s.execute(DIRECTORS).answers == ["m.d1", "m.d2"]
     assert s.execute(DIRECTORS).cached and len(server.requests) == 1
-    assert s.execute(f"SELECT ?n WHERE {{ <{NS}m.a> <{NS}type.object.name> ?n }}").answers == [
-        'Alpha "A" film'
-    ]
+    assert s.execute(f"SELECT ?n WHERE {{ <{NS}m.a> <{NS}type.object.name> ?n }}").answers == ['Alpha "A" film']
     assert s.execute(f"ASK {{ <{NS}m.b> ?p ?o }}").answers == ["true"]
     assert s.ping() < 5
 

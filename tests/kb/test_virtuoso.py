@@ -184,9 +184,7 @@ def test_missing_binaries_raise_the_install_hint(tmp_path: Path) -> None:
 
 
 def test_ini_binds_localhost_and_sizes_buffers(tmp_path: Path) -> None:
-    text = render_ini(
-        tmp_path, 18890, 11111, [tmp_path / "data"], memory="2G", max_query_seconds=7, max_rows=99
-    )
+    text = render_ini(tmp_path, 18890, 11111, [tmp_path / "data"], memory="2G", max_query_seconds=7, max_rows=99)
     assert "[Parameters]\nServerPort = 127.0.0.1:11111" in text
     assert "[HTTPServer]\nServerPort = 127.0.0.1:18890" in text
     assert f"DirsAllowed = ., {tmp_path}, {tmp_path / 'data'}" in text
@@ -217,9 +215,7 @@ def examples(world: Path) -> list[KBQAExample]:
 def server(world: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[VirtuosoServer]:
     if MISSING:
         pytest.skip(f"{MISSING} (or run .ci/install-virtuoso.sh)")
-    server = VirtuosoServer(
-        tmp_path_factory.mktemp("vdb"), memory="256M", max_query_seconds=2, clean_on_exit=True
-    )
+    server = VirtuosoServer(tmp_path_factory.mktemp("vdb"), memory="256M", max_query_seconds=2, clean_on_exit=True)
     try:
         server.prepare(data_dirs=[world])
         server.start(timeout=60)
@@ -284,9 +280,7 @@ def test_every_gold_sexpr_gives_the_same_answers_on_virtuoso_and_oxigraph(
         on_vi, on_ox = virtuoso.execute(sparql), oxigraph.execute(sparql)
         gold = {a.id for a in ex.answers}
         if not (on_vi.ok and on_ox.ok and set(on_vi.answers) == set(on_ox.answers) == gold):
-            mismatches.append(
-                (ex.qid, ex.s_expression, sorted(gold), on_ox.answers, on_vi.answers, on_vi.error)
-            )
+            mismatches.append((ex.qid, ex.s_expression, sorted(gold), on_ox.answers, on_vi.answers, on_vi.error))
     assert not mismatches, mismatches[:5]
 
 
@@ -354,9 +348,7 @@ def test_execution_guided_selection_on_the_endpoint_picks_the_gold_answers(
         beams, labels = _beams(ex, rng)
         sel = select_answer(beams, virtuoso, semantics=ex.semantics, label_to_ids=invert_labels(labels))
         if not (
-            sel.executable
-            and sel.chosen_beam == len(beams) - 1
-            and set(sel.answers) == {a.id for a in ex.answers}
+            sel.executable and sel.chosen_beam == len(beams) - 1 and set(sel.answers) == {a.id for a in ex.answers}
         ):
             wrong.append((ex.qid, beams, sel.to_dict()))
     assert not wrong, wrong[:2]

@@ -119,11 +119,7 @@ def test_sum_and_mean_scores() -> None:
     sums = sum_scores(scores)
     assert set(sums) == set(SUM_KEYS) and sums["n"] == 3 and sums["em_count"] == 2
     means = mean_scores(sums)
-    assert (
-        means["f1"] == pytest.approx(1 / 3)
-        and means["em"] == 0.5
-        and means["executable"] == pytest.approx(1 / 3)
-    )
+    assert means["f1"] == pytest.approx(1 / 3) and means["em"] == 0.5 and means["executable"] == pytest.approx(1 / 3)
     empty = mean_scores(sum_scores([]))
     assert "em" not in empty and all(v == 0.0 for v in empty.values())
 

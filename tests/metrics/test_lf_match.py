@@ -46,9 +46,7 @@ def test_reverse_relations() -> None:
     assert not logical_form_em("(JOIN a.b.forward m.1)", "(JOIN a.c.backward m.1)", REV)
     assert not logical_form_em("(JOIN (R a.b.forward) m.1)", "(JOIN a.c.backward m.1)")  # no ontology
     # inside AND, ARGMAX paths, comparisons and TC too
-    assert logical_form_em(
-        "(AND t.t.t (JOIN (R a.b.forward) m.1))", "(AND (JOIN a.c.backward m.1) t.t.t)", REV
-    )
+    assert logical_form_em("(AND t.t.t (JOIN (R a.b.forward) m.1))", "(AND (JOIN a.c.backward m.1) t.t.t)", REV)
     assert logical_form_em(
         "(ARGMAX t.t.t (JOIN (R a.b.forward) x.y.z))", "(ARGMAX t.t.t (JOIN a.c.backward x.y.z))", REV
     )

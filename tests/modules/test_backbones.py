@@ -102,9 +102,7 @@ def test_tiny_t5_from_config(tok) -> None:
     assert (small.config.d_model, small.config.num_layers, small.config.num_decoder_layers) == (32, 1, 1)
 
 
-def test_embeddings_resized_and_local_dir_offline(
-    tok, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_embeddings_resized_and_local_dir_offline(tok, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     model = build_seq2seq(config={"vocab_size": len(tok) - 4}, tokenizer=None)
     model.save_pretrained(str(tmp_path))
 

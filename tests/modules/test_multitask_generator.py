@@ -40,9 +40,7 @@ def dm(tmp_path_factory: pytest.TempPathFactory) -> GenerationDataModule:
     write_jsonl(toy(8), d / "train.jsonl")
     write_jsonl(toy(5, offset=1), d / "dev.jsonl")
     write_jsonl(toy(3, offset=2), d / "test.jsonl")
-    data = GenerationDataModule(
-        data_dir=str(d), vocab_size=150, batch_size=4, eval_batch_size=4, patterns="none"
-    )
+    data = GenerationDataModule(data_dir=str(d), vocab_size=150, batch_size=4, eval_batch_size=4, patterns="none")
     data.setup("fit")
     return data
 
@@ -104,9 +102,7 @@ def test_generate_lf_and_answer(dm, batch) -> None:
 def test_optimizer_groups_skip_bias_and_layernorm(dm) -> None:
     m = make_module(dm, weight_decay=0.1, warmup_steps=2, learning_rate=1e-3)
     decay, no_decay = m.param_groups()
-    norms = {
-        id(p) for mod in m.model.modules() if "LayerNorm" in type(mod).__name__ for p in mod.parameters()
-    }
+    norms = {id(p) for mod in m.model.modules() if "LayerNorm" in type(mod).__name__ for p in mod.parameters()}
     biases = {id(p) for n, p in m.model.named_parameters() if n.endswith(".bias")}
     assert {id(p) for p in no_decay["params"]} == norms | biases and norms
     assert not ({id(p) for p in decay["params"]} & (norms | biases))

@@ -203,9 +203,7 @@ def test_only_count_zero_falls_back(store: OxigraphStore) -> None:
 # -- fallback -------------------------------------------------------------------------------
 def test_fallback_maps_answer_text_by_exact_name(store: OxigraphStore) -> None:
     names = KBNameLookup(store)
-    sel = pick(
-        [norm(EMPTY), UNMAPPABLE], store, answer_text="Dee One | Nobody Known | dee two", name_to_ids=names
-    )
+    sel = pick([norm(EMPTY), UNMAPPABLE], store, answer_text="Dee One | Nobody Known | dee two", name_to_ids=names)
     assert sel.fallback and not sel.executable and sel.chosen_beam is None and sel.sparql is None
     assert sel.answers == ["m.d1", "Nobody Known", "dee two"]  # exact names only: case matters
     assert sel.beams_tried == 2 and len(sel.errors) == 2
@@ -247,9 +245,7 @@ def dense_store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("dense")
     rng = random.Random(0)
     lines = [
-        f"<{NS}m.n{i}> <{NS}test.graph.link> <{NS}m.n{j}> .\n"
-        for i in range(300)
-        for j in rng.sample(range(300), 30)
+        f"<{NS}m.n{i}> <{NS}test.graph.link> <{NS}m.n{j}> .\n" for i in range(300) for j in rng.sample(range(300), 30)
     ]
     (root / "kb.nt").write_text("".join(lines) + f'<{NS}m.n0> <{NS}type.object.name> "Node Zero"@en .\n')
     build_store(root / "store", [root / "kb.nt"], "nt")

@@ -88,8 +88,7 @@ def test_convert_synthetic_roundtrip(tmp_path, capsys):
     src = tmp_path / "world"
     src.mkdir()
     (src / "test.jsonl").write_text(
-        json.dumps({"qid": "a", "question": "q", "answers": [{"id": "m.x", "name": "X", "kind": "entity"}]})
-        + "\n",
+        json.dumps({"qid": "a", "question": "q", "answers": [{"id": "m.x", "name": "X", "kind": "entity"}]}) + "\n",
         encoding="utf-8",
     )
     out = tmp_path / "copy.jsonl"
@@ -116,9 +115,7 @@ def test_convert_bad_record_exits_2_and_keeps_old_output(tmp_path, capsys):
     src.write_text("q ?\ta(a/)\ts#r#a#<end>#a\nbroken line without tabs\n", encoding="utf-8")
     out = tmp_path / "out.jsonl"
     out.write_text("previous\n", encoding="utf-8")
-    code, _, err = run(
-        capsys, "data", "convert", "--format", "pathquestion", "--input", str(src), "--out", str(out)
-    )
+    code, _, err = run(capsys, "data", "convert", "--format", "pathquestion", "--input", str(src), "--out", str(out))
     assert code == 2
     assert f"{src}:2:" in err and "Traceback" not in err
     assert out.read_text(encoding="utf-8") == "previous\n"

@@ -237,9 +237,7 @@ def test_jsonl_gold_em_executable_and_parses(tmp_path: Path, capsys: pytest.Capt
     args = ["--gold", str(gold), "--pred", str(pred), "--per-question", str(per_q)]
     got = _eval(capsys, *args, "--reverse-properties", str(rev))
     assert got["f1"] == 1.0 and got["accuracy"] == 1.0 and got["n"] == 4 and got["missing"] == 0
-    assert got["em"] == pytest.approx(
-        2 / 3
-    )  # a (graph-equal), c (second parse); b unparsable; d has no gold LF
+    assert got["em"] == pytest.approx(2 / 3)  # a (graph-equal), c (second parse); b unparsable; d has no gold LF
     assert got["executable"] == 0.5
     rows = {r["qid"]: r for r in map(json.loads, per_q.read_text().splitlines())}
     assert rows["c"]["parse_id"] == "c1" and rows["a"]["em"] == 1.0 and "em" not in rows["d"]
@@ -248,9 +246,7 @@ def test_jsonl_gold_em_executable_and_parses(tmp_path: Path, capsys: pytest.Capt
     assert _eval(capsys, *args)["em"] == pytest.approx(1 / 3)
 
 
-def test_em_only_when_predictions_carry_logical_forms(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_em_only_when_predictions_carry_logical_forms(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     gold = _jsonl_gold(tmp_path / "gold.jsonl")
     pred = _write_preds(tmp_path / "p.jsonl", [{"qid": "a", "answers": ["m.1"]}])
     got = _eval(capsys, "--gold", str(gold), "--pred", str(pred))
@@ -261,9 +257,7 @@ def test_em_only_when_predictions_carry_logical_forms(
 def test_bad_gold_sexpr_names_the_question(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     gold = tmp_path / "gold.jsonl"
     gold.write_text(json.dumps({"qid": "z", "question": "?", "answers": [], "s_expression": "(JOIN"}) + "\n")
-    pred = _write_preds(
-        tmp_path / "p.jsonl", [{"qid": "z", "answers": [], "s_expression": "(JOIN r.r.r m.1)"}]
-    )
+    pred = _write_preds(tmp_path / "p.jsonl", [{"qid": "z", "answers": [], "s_expression": "(JOIN r.r.r m.1)"}])
     err = _eval_error(capsys, "--gold", str(gold), "--pred", str(pred))
     assert str(gold) in err and "z" in err and "S-expression" in err
 
@@ -286,9 +280,7 @@ def test_cwq_and_grailqa_formats(tmp_path: Path, capsys: pytest.CaptureFixture[s
             ]
         )
     )
-    pred = _write_preds(
-        tmp_path / "p.jsonl", [{"qid": "c1", "answers": ["m.1"]}, {"qid": "c2", "answers": ["1961"]}]
-    )
+    pred = _write_preds(tmp_path / "p.jsonl", [{"qid": "c1", "answers": ["m.1"]}, {"qid": "c2", "answers": ["1961"]}])
     got = _eval(capsys, "--format", "cwq", "--gold", str(cwq), "--pred", str(pred))
     assert got["f1"] == pytest.approx((2 / 3 + 1) / 2)
     grail = tmp_path / "grail.jsonl"
@@ -303,9 +295,7 @@ def test_cwq_and_grailqa_formats(tmp_path: Path, capsys: pytest.CaptureFixture[s
         )
         + "\n"
     )
-    pred = _write_preds(
-        tmp_path / "p.jsonl", [{"qid": 1, "answers": [f"9^^{XSD}integer"], "s_expression": None}]
-    )
+    pred = _write_preds(tmp_path / "p.jsonl", [{"qid": 1, "answers": [f"9^^{XSD}integer"], "s_expression": None}])
     got = _eval(capsys, "--format", "grailqa", "--gold", str(grail), "--pred", str(pred))
     assert got["f1"] == 1.0 and "em" not in got  # null logical forms: EM is not measured
 

@@ -61,9 +61,7 @@ def test_user_errors_exit_2_without_traceback(
     tmp_path: Path, kb_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = str(tmp_path / "store")
-    code, out, err = run(
-        capsys, "kb", "build", "--format", "metaqa", "--store", store, str(tmp_path / "nope.txt")
-    )
+    code, out, err = run(capsys, "kb", "build", "--format", "metaqa", "--store", store, str(tmp_path / "nope.txt"))
     assert code == 2 and out == "" and "no such file" in err and "Traceback" not in err
     code, _, err = run(capsys, "kb", "query", "--store", str(tmp_path / "missing"), "ASK {}")
     assert code == 2 and "does not exist" in err and "Traceback" not in err
@@ -72,9 +70,7 @@ def test_user_errors_exit_2_without_traceback(
     run(capsys, "kb", "build", "--format", "metaqa", "--store", store, str(kb_file))
     code, _, err = run(capsys, "kb", "build", "--format", "metaqa", "--store", store, str(kb_file))
     assert code == 2 and "--overwrite" in err
-    code, out, _ = run(
-        capsys, "kb", "build", "--format", "metaqa", "--store", store, "--overwrite", str(kb_file)
-    )
+    code, out, _ = run(capsys, "kb", "build", "--format", "metaqa", "--store", store, "--overwrite", str(kb_file))
     assert code == 0 and json.loads(out)["triples"] == 8
     bad = tmp_path / "bad.txt"
     bad.write_text("Up|directed_by\n", encoding="utf-8")
@@ -103,8 +99,6 @@ def test_console_script(tmp_path: Path, kb_file: Path) -> None:
         timeout=60,
     )
     assert build.returncode == 0, build.stderr
-    query = subprocess.run(
-        [script, "kb", "query", "--store", store, QUERY], capture_output=True, text=True, timeout=60
-    )
+    query = subprocess.run([script, "kb", "query", "--store", store, QUERY], capture_output=True, text=True, timeout=60)
     assert query.returncode == 0, query.stderr
     assert json.loads(query.stdout)["answers"] == ["Pete Docter"]

@@ -67,9 +67,7 @@ def get_field(
         return default
     seq = types if isinstance(types, tuple) else (types,)
     if isinstance(value, bool) and bool not in seq or not isinstance(value, seq):
-        raise DataFormatError(
-            path, where, f"field {key!r} must be {_type_name(types)}, got {type(value).__name__}"
-        )
+        raise DataFormatError(path, where, f"field {key!r} must be {_type_name(types)}, got {type(value).__name__}")
     return value
 
 

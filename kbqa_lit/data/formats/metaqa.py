@@ -109,9 +109,7 @@ def qtype_to_sexpr(qtype: str, topic_id: str) -> str:
     return expr
 
 
-def read_metaqa(
-    path: str | Path, split: str = "dev", hops: Sequence[int] = (1, 2, 3)
-) -> Iterator[KBQAExample]:
+def read_metaqa(path: str | Path, split: str = "dev", hops: Sequence[int] = (1, 2, 3)) -> Iterator[KBQAExample]:
     """Stream MetaQA vanilla questions with derived gold S-expressions.
 
     Args:
@@ -204,9 +202,7 @@ def _example(
     question, answer_text = fields[0].strip(), fields[1].strip()
     topics = _TOPIC_RE.findall(question)
     if len(topics) != 1:
-        raise DataFormatError(
-            qa, lineno, f"expected exactly one [topic entity] in the question, found {len(topics)}"
-        )
+        raise DataFormatError(qa, lineno, f"expected exactly one [topic entity] in the question, found {len(topics)}")
     topic = topics[0]
     names = [a for a in answer_text.split("|") if a]
     if not names:
@@ -220,9 +216,7 @@ def _example(
         except ValueError as exc:
             raise DataFormatError(qtype_path, q_lineno, str(exc)) from None
         if hop is not None and steps != hop:
-            raise DataFormatError(
-                qtype_path, q_lineno, f"question type {qtype!r} has {steps} hops, not {hop}"
-            )
+            raise DataFormatError(qtype_path, q_lineno, f"question type {qtype!r} has {steps} hops, not {hop}")
         hop = steps
     prefix = f"metaqa-{hop}hop-{split}" if hop is not None else f"metaqa-{split}"
     meta: dict[str, object] = {

@@ -107,9 +107,7 @@ def _iter_pathquestion(path: Path) -> Iterator[KBQAExample]:
 def _example(line: str, path: Path, lineno: int) -> KBQAExample:
     fields = line.rstrip("\r\n").split("\t")
     if len(fields) != 3:
-        raise DataFormatError(
-            path, lineno, f"expected 'question<TAB>answer(...)<TAB>path', got {len(fields)} field(s)"
-        )
+        raise DataFormatError(path, lineno, f"expected 'question<TAB>answer(...)<TAB>path', got {len(fields)} field(s)")
     try:
         raw_answers = parse_answer_field(fields[1])
         tokens = parse_path_field(fields[2])
@@ -117,8 +115,7 @@ def _example(line: str, path: Path, lineno: int) -> KBQAExample:
         raise DataFormatError(path, lineno, str(exc)) from None
     subject, relations = tokens[0], tokens[1::2]
     answers = [
-        Answer(id=entity_id_for_name(a, DATASET), name=display_name(a, DATASET), kind="entity")
-        for a in raw_answers
+        Answer(id=entity_id_for_name(a, DATASET), name=display_name(a, DATASET), kind="entity") for a in raw_answers
     ]
     return KBQAExample(
         qid=f"pq-{path.stem}-{lineno - 1}",

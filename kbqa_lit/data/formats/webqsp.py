@@ -75,9 +75,7 @@ def _iter_webqsp(path: Path) -> Iterator[KBQAExample]:
         elif "answer" in record:
             yield _answer_name_variant(record, path, where)
         else:
-            raise DataFormatError(
-                path, where, "not a WebQSP question: expected 'Parses', 'SExpr' or 'answer'"
-            )
+            raise DataFormatError(path, where, "not a WebQSP question: expected 'Parses', 'SExpr' or 'answer'")
 
 
 def _meta(**extra: Any) -> dict[str, Any]:

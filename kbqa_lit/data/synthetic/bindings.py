@@ -76,11 +76,7 @@ def artist_albums(world: World, artist: str) -> list[str]:
 
 def country_cities(world: World, country: str) -> list[str]:
     """Cities contained by ``country``."""
-    return [
-        c
-        for c in world.subjects(country, "location.location.containedby")
-        if world.has_class(c, "location.city")
-    ]
+    return [c for c in world.subjects(country, "location.location.containedby") if world.has_class(c, "location.city")]
 
 
 def person_universities(world: World, person: str) -> list[str]:

@@ -56,8 +56,7 @@ def _places(world: World, names: nm.NameMaker, spec: SizeSpec) -> list[str]:
         countries.append(world.add_entity(name, ["location.location", "location.country"], [alias]))
     n_languages = max(3, (len(countries) * 2) // 3)
     languages = [
-        world.add_entity(names.language(world.name(c)), ["language.human_language"])
-        for c in countries[:n_languages]
+        world.add_entity(names.language(world.name(c)), ["language.human_language"]) for c in countries[:n_languages]
     ]
     cities: list[str] = []
     for i, country in enumerate(countries):
@@ -102,9 +101,7 @@ def _people(world: World, names: nm.NameMaker, spec: SizeSpec, cities: list[str]
     return people
 
 
-def _films(
-    world: World, names: nm.NameMaker, spec: SizeSpec, people: list[str], cities: list[str]
-) -> list[str]:
+def _films(world: World, names: nm.NameMaker, spec: SizeSpec, people: list[str], cities: list[str]) -> list[str]:
     rng = world.rng
     genres = [world.add_entity(g, ["film.film_genre"]) for g in nm.FILM_GENRES]
     directors = rng.sample(people, max(6, spec.films // 3))
@@ -116,9 +113,7 @@ def _films(
         if prequel is None:
             title = names.film()
         else:
-            title = names.unique(
-                "film", lambda p=prequel: f"{world.name(p)} {rng.choice(['II', 'Returns', 'Reborn'])}"
-            )
+            title = names.unique("film", lambda p=prequel: f"{world.name(p)} {rng.choice(['II', 'Returns', 'Reborn'])}")
         fid = world.add_entity(title, ["film.film"])
         director = rng.choice(directors)
         world.add_class(director, "film.director")
@@ -222,9 +217,7 @@ def _sports(world: World, names: nm.NameMaker, spec: SizeSpec, people: list[str]
             previous, year = team, end + rng.randint(0, 1)
 
 
-def _education(
-    world: World, names: nm.NameMaker, spec: SizeSpec, people: list[str], cities: list[str]
-) -> None:
+def _education(world: World, names: nm.NameMaker, spec: SizeSpec, people: list[str], cities: list[str]) -> None:
     rng = world.rng
     degrees = [world.add_entity(d, ["education.degree"]) for d in nm.DEGREES]
     universities = []

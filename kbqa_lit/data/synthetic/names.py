@@ -206,9 +206,7 @@ class NameMaker:
     def arena(self, city: str) -> str:
         """An arena, e.g. ``"Harlow Arena"`` or ``"Corvenford Stadium"``."""
         r = self.rng
-        return self.unique(
-            "arena", lambda: f"{r.choice(LAST_NAMES)} Arena" if r.random() < 0.5 else f"{city} Stadium"
-        )
+        return self.unique("arena", lambda: f"{r.choice(LAST_NAMES)} Arena" if r.random() < 0.5 else f"{city} Stadium")
 
     def language(self, country: str) -> str:
         """A language named after a country stem, e.g. ``"Valorinian"``."""

@@ -61,6 +61,4 @@ def size_spec(size: str) -> SizeSpec:
     try:
         return SIZES[size]
     except KeyError:
-        raise UserInputError(
-            f"unknown synthetic world size {size!r}; choose one of {', '.join(SIZES)}"
-        ) from None
+        raise UserInputError(f"unknown synthetic world size {size!r}; choose one of {', '.join(SIZES)}") from None

@@ -128,9 +128,7 @@ def assign_splits(
     return out
 
 
-def generalization_level(
-    train: Iterable[KBQAExample], relations: Iterable[str], classes: Iterable[str] = ()
-) -> str:
+def generalization_level(train: Iterable[KBQAExample], relations: Iterable[str], classes: Iterable[str] = ()) -> str:
     """The level of a question with these relations and classes against train examples (for checks).
 
     Args:

@@ -74,9 +74,7 @@ def template(
         raise ValueError(f"unknown template role {role!r}")
     if function not in FUNCTIONS:
         raise ValueError(f"unknown template function {function!r}")
-    return Template(
-        tid, function, hops, binder, tuple(paraphrases), tuple(Step(s, q) for s, q in steps), role
-    )
+    return Template(tid, function, hops, binder, tuple(paraphrases), tuple(Step(s, q) for s, q in steps), role)
 
 
 # steps shared by several templates

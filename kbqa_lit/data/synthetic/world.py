@@ -92,9 +92,7 @@ def build_world(out_dir: str | Path, seed: int = 0, size: str = "small") -> dict
     }
 
 
-def make_questions(
-    world: World, rng: random.Random, spec: SizeSpec, execute: Executor
-) -> dict[str, list[KBQAExample]]:
+def make_questions(world: World, rng: random.Random, spec: SizeSpec, execute: Executor) -> dict[str, list[KBQAExample]]:
     """Generate, execute and split every question of a world.
 
     Args:
@@ -108,8 +106,6 @@ def make_questions(
     """
     maker = QuestionMaker(world, rng, execute)
     iid = maker.generate(IID_TEMPLATES, spec.iid_total)
-    compositional = maker.generate(
-        [t for t in HELDOUT_TEMPLATES if t.role == "compositional"], spec.test_compositional
-    )
+    compositional = maker.generate([t for t in HELDOUT_TEMPLATES if t.role == "compositional"], spec.test_compositional)
     zero_shot = maker.generate([t for t in HELDOUT_TEMPLATES if t.role == "zero-shot"], spec.test_zero_shot)
     return assign_splits(iid, compositional + zero_shot, spec, rng)
