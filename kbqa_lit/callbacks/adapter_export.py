@@ -52,9 +52,7 @@ class AdapterExport(L.Callback):
         every_epoch: Also export after every training epoch into ``<dirpath>/epoch<E>``.
     """
 
-    def __init__(
-        self, dirpath: str | None = None, save_base: bool | None = None, every_epoch: bool = False
-    ) -> None:
+    def __init__(self, dirpath: str | None = None, save_base: bool | None = None, every_epoch: bool = False) -> None:
         super().__init__()
         self.dirpath = dirpath
         self.save_base = save_base
@@ -71,9 +69,7 @@ class AdapterExport(L.Callback):
         """Write the folder ``out`` (collective under ZeRO-3: call it on every rank)."""
         save = getattr(pl_module, "save_adapter", None)
         if not callable(save):
-            raise TypeError(
-                f"AdapterExport needs a module with save_adapter(), got {type(pl_module).__name__}"
-            )
+            raise TypeError(f"AdapterExport needs a module with save_adapter(), got {type(pl_module).__name__}")
         write = trainer.is_global_zero
         log_dir = trainer.log_dir  # a collective (broadcast): every rank must ask
         save(out, save_base=self.save_base, write=write)

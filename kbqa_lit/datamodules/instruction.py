@@ -149,9 +149,7 @@ class InstructionDataModule(LightningDataModule):
         if self.data_dir is None:
             return None
         names = _DEFAULT_NAMES[split]
-        return next(
-            (self.data_dir / n for n in names if (self.data_dir / n).is_file()), self.data_dir / names[0]
-        )
+        return next((self.data_dir / n for n in names if (self.data_dir / n).is_file()), self.data_dir / names[0])
 
     def _has(self, split: str) -> bool:
         path = self.split_file(split)
@@ -170,9 +168,7 @@ class InstructionDataModule(LightningDataModule):
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with FileLock(str(self.data_dir / ".build_world.lock")):
             if not all(self._has(s) for s in ("train", "val", "test")):
-                log.info(
-                    "building the synthetic world (seed %s) in %s", self.hparams.synthetic_seed, self.data_dir
-                )
+                log.info("building the synthetic world (seed %s) in %s", self.hparams.synthetic_seed, self.data_dir)
                 build_world(self.data_dir, seed=self.hparams.synthetic_seed, size=self.hparams.synthetic_size)
 
     def examples(self, split: str) -> list[KBQAExample]:
@@ -219,9 +215,7 @@ class InstructionDataModule(LightningDataModule):
             return build_causal_tokenizer(name)
         texts = self._tokenizer_texts()
         if not texts:
-            raise UserInputError(
-                "no examples to train a tokenizer on; set tokenizer_name_or_path or the files"
-            )
+            raise UserInputError("no examples to train a tokenizer on; set tokenizer_name_or_path or the files")
         return build_causal_tokenizer(
             train_texts=texts, vocab_size=self.hparams.vocab_size, cache_dir=self._home() / ".tokenizer"
         )

@@ -199,9 +199,7 @@ class LoraCausalLM(LightningModule):
         with torch.no_grad():
             return float(sum(v.double().sum() for v in self.base_state_dict().values()))
 
-    def load_state_dict(
-        self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
-    ) -> Any:
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
         """Load weights; an adapter-only state dict (as checkpoints hold) leaves the base as it is.
 
         With ``strict``, a missing or unexpected LoRA weight (or, for a full state dict, any
@@ -355,9 +353,7 @@ class LoraCausalLM(LightningModule):
     def configure_optimizers(self) -> dict[str, Any]:
         """AdamW over the adapter weights + warm-up, then linear decay (or constant)."""
         params = [p for p in self.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(
-            params, lr=self.hparams.learning_rate, weight_decay=self.hparams.weight_decay
-        )
+        optimizer = torch.optim.AdamW(params, lr=self.hparams.learning_rate, weight_decay=self.hparams.weight_decay)
         total = self.trainer.estimated_stepping_batches
         finite = total is not None and math.isfinite(total)
         warmup = int(self.hparams.warmup_steps) or (
@@ -383,9 +379,7 @@ class LoraCausalLM(LightningModule):
         if self.tokenizer is not None:
             with tempfile.TemporaryDirectory() as tmp:
                 self.tokenizer.save_pretrained(tmp)
-                checkpoint["tokenizer_files"] = {
-                    p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()
-                }
+                checkpoint["tokenizer_files"] = {p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()}
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Restore the tokenizer, rebuild a built base of another size, and check the adapter keys."""

@@ -99,9 +99,7 @@ class ChainMember:
         if encoder is None:
             encoder = self.encoders[task] = InstructionEncoder(getattr(gen, "tokenizer", None))
         batch = encoder.prompt_batch(task, list(inputs))
-        out = gen.generate(
-            batch, num_beams=num_beams, num_return_sequences=num_beams, max_new_tokens=max_new_tokens
-        )
+        out = gen.generate(batch, num_beams=num_beams, num_return_sequences=num_beams, max_new_tokens=max_new_tokens)
         if len(out) != len(inputs):
             raise ValueError(f"{self.name}/{task}: {len(out)} generations for {len(inputs)} inputs")
         return [list(b) for b in out]
@@ -229,9 +227,7 @@ class TFSFallbackPipeline:
         self.candidates_per_mention = candidates_per_mention
         self.max_readings = max_readings
         self.name_to_ids = name_to_ids if name_to_ids is not None else KBNameLookup(kb)
-        self.selector = ExecutionGuidedSelector(
-            kb, workers=workers, count_zero_is_executable=count_zero_is_executable
-        )
+        self.selector = ExecutionGuidedSelector(kb, workers=workers, count_zero_is_executable=count_zero_is_executable)
 
     def steps(self) -> list[tuple[str, ChainMember]]:
         """The (strategy, member) tries in order (members lacking a strategy's tasks are skipped)."""
@@ -244,9 +240,7 @@ class TFSFallbackPipeline:
     # ------------------------------------------------------------------ linking and execution
 
     def _linking(self, ex: KBQAExample, mentions: Sequence[str]) -> tuple[dict, list[tuple[str, str]]]:
-        labels = (
-            ex.entity_labels() if self.use_example_entities else dict(ex.meta.get("entity_candidates") or {})
-        )
+        labels = ex.entity_labels() if self.use_example_entities else dict(ex.meta.get("entity_candidates") or {})
         candidates: list[tuple[str, str]] = []
         if self.surface_index is not None:
             for mention in dict.fromkeys(mentions):
@@ -257,9 +251,7 @@ class TFSFallbackPipeline:
                 candidates.extend((e, mention) for e in ids[: self.candidates_per_mention])
         return invert_labels(labels), candidates
 
-    def _execute(
-        self, ex: KBQAExample, beams: Sequence[str], mentions: Sequence[str]
-    ) -> tuple[Any, int | None]:
+    def _execute(self, ex: KBQAExample, beams: Sequence[str], mentions: Sequence[str]) -> tuple[Any, int | None]:
         """Execute every reading of ``beams`` in order; return the selection and the winning beam."""
         label_to_ids, candidates = self._linking(ex, [*mentions, *(m for b in beams for m in mentions_in(b))])
         readings: list[str] = []
@@ -271,9 +263,7 @@ class TFSFallbackPipeline:
                 found = [beam]  # the selector records why it cannot be read
             readings.extend(found)
             origin.extend([i] * len(found))
-        sel = self.selector.select(
-            readings, semantics=ex.semantics, label_to_ids=label_to_ids, candidates=candidates
-        )
+        sel = self.selector.select(readings, semantics=ex.semantics, label_to_ids=label_to_ids, candidates=candidates)
         return sel, None if sel.chosen_beam is None else origin[sel.chosen_beam]
 
     # ------------------------------------------------------------------ strategies
@@ -314,9 +304,7 @@ class TFSFallbackPipeline:
         for ex, beams, its in zip(examples, lf_beams, items, strict=True):
             mentions = [m for it in its for m in parse_items(it)[1]]
             sel, chosen = self._execute(ex, beams, mentions)
-            attempt = Attempt(
-                strategy, member.name, list(beams), sel.executable, chosen, list(its), sel.errors[:10]
-            )
+            attempt = Attempt(strategy, member.name, list(beams), sel.executable, chosen, list(its), sel.errors[:10])
             outcomes.append({"attempt": attempt, "selection": sel, "answers": list(sel.answers)})
         return outcomes
 

@@ -158,14 +158,10 @@ def run_pipeline_config(
         adapters = spec.get("adapters") or {}
         missing = [str(p) for p in adapters.values() if not (Path(p) / "adapter_config.json").is_file()]
         if missing:
-            raise UserInputError(
-                f"member {spec.get('name')}: no adapter in {', '.join(missing)} (train it first)"
-            )
+            raise UserInputError(f"member {spec.get('name')}: no adapter in {', '.join(missing)} (train it first)")
         extra = {k: v for k, v in spec.items() if k not in ("name", "adapters", "base")}
         members.append(
-            member_from_adapters(
-                str(spec.get("name", f"m{len(members)}")), adapters, spec.get("base"), **extra
-            )
+            member_from_adapters(str(spec.get("name", f"m{len(members)}")), adapters, spec.get("base"), **extra)
         )
     strategies = [s for s in config.get("strategies", ["s1", "s2", "s3"]) if s not in disable]
     linking = dict(config.get("linking") or {})
@@ -197,9 +193,7 @@ def run_pipeline_config(
 
 def cmd_merge(args: argparse.Namespace) -> int:
     """``kbqa lora merge``."""
-    print_json(
-        merge_adapter(args.adapter, args.out, base=args.base, tokenizer=args.tokenizer, dtype=args.dtype)
-    )
+    print_json(merge_adapter(args.adapter, args.out, base=args.base, tokenizer=args.tokenizer, dtype=args.dtype))
     return 0
 
 
@@ -239,15 +233,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     merge.add_argument("--adapter", required=True, help="adapter folder (AdapterExport / save_adapter)")
     merge.add_argument("--out", required=True, help="output folder of the merged model")
-    merge.add_argument(
-        "--base", default=None, help="base model name or folder (default: recorded in the adapter)"
-    )
-    merge.add_argument(
-        "--tokenizer", default=None, help="tokenizer (default: the adapter's, else the base's)"
-    )
-    merge.add_argument(
-        "--dtype", default=None, choices=("float32", "bfloat16", "float16"), help="dtype of the merge"
-    )
+    merge.add_argument("--base", default=None, help="base model name or folder (default: recorded in the adapter)")
+    merge.add_argument("--tokenizer", default=None, help="tokenizer (default: the adapter's, else the base's)")
+    merge.add_argument("--dtype", default=None, choices=("float32", "bfloat16", "float16"), help="dtype of the merge")
     merge.set_defaults(func=cmd_merge)
 
     export = sub.add_parser(

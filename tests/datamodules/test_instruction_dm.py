@@ -124,9 +124,7 @@ def test_loss_only_on_the_response(dm: InstructionDataModule) -> None:
         assert supervised[-1] == tok.eos_token_id and prompt[0] == tok.bos_token_id
         response = tok.decode(supervised, skip_special_tokens=True)
         assert response == task_target(task, ex)
-        assert tok.decode(prompt, skip_special_tokens=True) == dm.encoder.prompt_text(
-            task, task_input(task, ex)
-        )
+        assert tok.decode(prompt, skip_special_tokens=True) == dm.encoder.prompt_text(task, task_input(task, ex))
     # left-padded prompts: every row's last prompt token is in the last column
     assert bool((batch["prompt_attention_mask"][:, -1] == 1).all())
 

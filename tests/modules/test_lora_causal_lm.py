@@ -101,9 +101,7 @@ def test_loss_is_cross_entropy_over_response_tokens(dm, batch) -> None:
     m = make_module(dm).eval()
     with torch.no_grad():
         ours = m.compute_losses(batch)["loss"]
-        hf = m.model(
-            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]
-        ).loss
+        hf = m.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]).loss
     torch.testing.assert_close(ours, hf, rtol=1e-5, atol=1e-5)
     only_prompt = dict(batch, labels=torch.full_like(batch["labels"], -100))
     with torch.no_grad():

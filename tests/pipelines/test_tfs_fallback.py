@@ -65,8 +65,7 @@ def examples() -> list[KBQAExample]:
             Q2,
             [Answer("m.france", "France")],
             topic_entities={"m.alan": "Alan Turing"},
-            s_expression="(JOIN (R location.location.containedby) "
-            "(JOIN (R people.person.place_of_birth) m.alan))",
+            s_expression="(JOIN (R location.location.containedby) (JOIN (R people.person.place_of_birth) m.alan))",
         ),
         KBQAExample("q3", Q3, [Answer("m.london", "London")]),
         KBQAExample("q4", Q4, [Answer("m.paris", "Paris")], s_expression="(JOIN (R a.b.c) m.paris)"),
@@ -128,9 +127,7 @@ def test_fallback_order_and_bookkeeping(kb) -> None:
     assert r2.answers == ["m.france"] and r2.em == 1.0
     # S3, q3: names mapped to ids where the KB knows them, kept as text otherwise
     r3 = rows["q3"]
-    assert (
-        r3.answers == ["m.london", "Atlantis"] and not r3.executable and r3.answer_text == "London | Atlantis"
-    )
+    assert r3.answers == ["m.london", "Atlantis"] and not r3.executable and r3.answer_text == "London | Atlantis"
     assert [a.strategy for a in r3.attempts] == ["s1", "s2", "s3"] and r3.em is None
     assert r3.f1 == pytest.approx(2 / 3) and r3.hit1 == 0.5 and r3.hit1_any == 1.0
     # nothing answers q4
@@ -215,9 +212,7 @@ def test_a_real_lora_module_in_the_chain(kb) -> None:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny models: one thread is fastest and fights no other process
     model = LoraCausalLM(tokenizer=tok).eval()
-    chain = ChainMember(
-        "tiny", {"s1": model, "s3": model}, {t: InstructionEncoder(tok) for t in ("s1", "s3")}
-    )
+    chain = ChainMember("tiny", {"s1": model, "s3": model}, {t: InstructionEncoder(tok) for t in ("s1", "s3")})
     pipe = TFSFallbackPipeline([chain], kb, s1_beams=2, max_new_tokens=4, answer_max_new_tokens=4)
     try:
         rows = pipe.run(examples()[:2]).rows
@@ -238,9 +233,7 @@ def test_shipped_pipeline_config_fits_the_pipeline() -> None:
     from kbqa_lit.datamodules.prompts import TASKS
     from kbqa_lit.pipelines.tfs_fallback import STRATEGIES
 
-    config = yaml.safe_load(
-        (Path(__file__).resolve().parents[2] / "configs" / "tfs" / "pipeline.yaml").read_text()
-    )
+    config = yaml.safe_load((Path(__file__).resolve().parents[2] / "configs" / "tfs" / "pipeline.yaml").read_text())
     assert set(config) <= {"data", "kb", "strategies", "order", "members", "decoding", "linking", "out"}
     assert set(config["strategies"]) <= set(STRATEGIES) and config["order"] in ("strategy", "member")
     accepted = set(inspect.signature(TFSFallbackPipeline.__init__).parameters)

@@ -38,9 +38,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def dm(workdir: Path) -> InstructionDataModule:
     """The datamodule of configs/tfs/s1.yaml (same world and tokenizer as the configs)."""
-    data = InstructionDataModule(
-        data_dir="outputs/synthetic/seed0", synthetic_seed=0, tasks="s1", batch_size=4
-    )
+    data = InstructionDataModule(data_dir="outputs/synthetic/seed0", synthetic_seed=0, tasks="s1", batch_size=4)
     data.setup("fit")
     return data
 
@@ -74,11 +72,11 @@ def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict 
 # ------------------------------------------------------------------ configs
 
 
-@pytest.mark.parametrize("task", TINY)
+@pytest.mark.parametrize(
+    "task", [TINY[0], *(pytest.param(t, marks=pytest.mark.slow) for t in TINY[1:])]
+)  # s1 always; the other three (same code path, another task) with the slow tests
 def test_tiny_configs_run_one_step(task: str, workdir: Path) -> None:
-    cli = build_cli(
-        ["fit", "--config", str(CONFIGS / f"{task}.yaml"), "--trainer.fast_dev_run", "true"], run=True
-    )
+    cli = build_cli(["fit", "--config", str(CONFIGS / f"{task}.yaml"), "--trainer.fast_dev_run", "true"], run=True)
     assert isinstance(cli.model, LoraCausalLM) and cli.datamodule.tasks == (task,)
     assert cli.model.tokenizer is cli.datamodule.tokenizer  # linked by the CLI
     exported = workdir / "outputs" / "tfs" / task / "adapter"
@@ -121,9 +119,7 @@ def test_merge_equals_base_plus_adapter(adapter, batch, workdir: Path, capsys) -
 
 
 def test_merge_user_errors(workdir: Path, capsys) -> None:
-    code, _, err = run(
-        ["lora", "merge", "--adapter", str(workdir / "nope"), "--out", str(workdir / "x")], capsys
-    )
+    code, _, err = run(["lora", "merge", "--adapter", str(workdir / "nope"), "--out", str(workdir / "x")], capsys)
     assert code == 2 and "no LoRA adapter" in err
 
 
@@ -195,9 +191,7 @@ def test_pipeline_command_on_the_shipped_config(adapter, workdir: Path, capsys) 
     code, summary, _ = run(["lora", "pipeline", "--config", str(path), "--limit", "3", "--no-s2"], capsys)
     assert code == 0 and summary["questions"] == 3
     metrics = summary["metrics"]
-    assert {"f1", "hit1", "hit1_any", "executable", "share/s1", "share/s2", "share/s3", "share/none"} <= set(
-        metrics
-    )
+    assert {"f1", "hit1", "hit1_any", "executable", "share/s1", "share/s2", "share/s3", "share/none"} <= set(metrics)
     assert metrics["share/s2"] == 0.0
     rows = [json.loads(line) for line in Path(summary["out"]).read_text().splitlines()]
     assert len(rows) == 3 and all(r["attempts"][0]["strategy"] == "s1" for r in rows)
