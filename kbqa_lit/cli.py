@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kbqa",
         description=(
             "kbqa_lit: train and evaluate KBQA systems. Training: kbqa fit|validate|test|predict "
-            "--config FILE.yaml (LightningCLI). Tools: kb, sexpr, data, eval."
+            "--config FILE.yaml (LightningCLI). Tools: kb, sexpr, data, eval, lora, compare."
         ),
     )
     parser.add_argument("--version", action="version", version=f"kbqa_lit {__version__}")

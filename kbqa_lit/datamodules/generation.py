@@ -18,7 +18,9 @@ padding and for examples without gold), with the answer task ``ans_input_ids``,
 Under DDP, validation/test/predict use :class:`~.samplers.UnrepeatedDistributedSampler` (every
 question on exactly one rank, file order within a rank) and training uses
 :class:`~.samplers.LengthBucketSampler` sharded by rank. The training order follows
-``PL_GLOBAL_SEED`` (set by ``seed_everything``) and the epoch.
+``PL_GLOBAL_SEED`` (set by ``seed_everything``) and the epoch; the training loader is a
+:class:`~.resumable.ResumableDataLoader`, so a run resumed from a mid-epoch checkpoint continues
+where it stopped.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from kbqa_lit.datamodules.coq_inputs import (
     example_patterns,
     lf_target,
 )
+from kbqa_lit.datamodules.resumable import LoaderProgress, ResumableDataLoader
 from kbqa_lit.datamodules.samplers import LengthBucketSampler, UnrepeatedDistributedSampler
 from kbqa_lit.datamodules.tokenized_cache import TokenizedSplit, load_or_encode
 from kbqa_lit.errors import UserInputError
@@ -128,6 +131,8 @@ class GenerationDataModule(LightningDataModule):
         self._datasets: dict[str, TokenizedSplit] = {}
         #: How many splits this instance tokenised (0 when everything came from the cache).
         self.encode_count = 0
+        #: The training loader's place in its epoch (saved in checkpoints for exact mid-epoch resumes).
+        self.train_progress = LoaderProgress()
         self.tokenizer: PreTrainedTokenizerBase = self._build_tokenizer()
 
     # ------------------------------------------------------------------ files and examples
@@ -284,7 +289,8 @@ class GenerationDataModule(LightningDataModule):
 
     def _loader(self, split: str, batch_size: int, sampler: Sampler | None, shuffle: bool) -> DataLoader:
         workers = self.hparams.num_workers
-        return DataLoader(
+        extra: dict[str, Any] = {"progress": self.train_progress} if split == "train" else {}
+        return (ResumableDataLoader if split == "train" else DataLoader)(
             self.dataset(split),
             batch_size=batch_size,
             sampler=sampler,
@@ -292,6 +298,7 @@ class GenerationDataModule(LightningDataModule):
             collate_fn=Seq2SeqCollator(self.pad_token_id, answer_task=self.hparams.answer_task),
             num_workers=workers,
             persistent_workers=workers > 0,
+            **extra,
         )
 
     def train_dataloader(self) -> DataLoader:
@@ -331,8 +338,16 @@ class GenerationDataModule(LightningDataModule):
         return self._eval_loader("predict")
 
     def state_dict(self) -> dict[str, Any]:
-        """Nothing to restore: the data and tokenizer are rebuilt from the hyper-parameters."""
-        return {}
+        """The training loader's place in its epoch and the random states (the data and tokenizer are rebuilt).
+
+        Lightning restores it before the loaders are built, so a run resumed from a mid-epoch
+        checkpoint continues with the batch it had not trained on (see :mod:`.resumable`).
+        """
+        return {"train_loader": self.train_progress.state_dict()}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Hand a checkpoint's loader state to the next training pass."""
+        self.train_progress.load_state_dict(state_dict.get("train_loader"))
 
 
 __all__ = ["GenerationDataModule", "SPLITS"]

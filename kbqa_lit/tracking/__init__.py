@@ -1,0 +1,11 @@
+"""Reading logged training runs back and comparing them (``kbqa compare``).
+
+- :mod:`.runs`: :class:`RunRecord` (hyper-parameters, metric histories, final values) and config flattening;
+- :mod:`.csv_runs`: Lightning ``CSVLogger`` directories (``metrics.csv``, ``hparams.yaml``, ``config.yaml``);
+- :mod:`.wandb_runs`: W&B run directories (``run-<id>.wandb``), offline or synced, read with wandb's own reader;
+- :mod:`.discover`: find the runs under the paths given on the command line;
+- :mod:`.comparison`: the table of final metrics, the hyper-parameters that differ, sweep tables;
+- :mod:`.svg`: line charts as inline SVG; :mod:`.report`: the self-contained HTML report.
+
+Nothing here needs the network.
+"""
