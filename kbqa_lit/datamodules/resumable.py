@@ -112,9 +112,9 @@ class ResumableDataLoader(DataLoader):
     """A ``DataLoader`` that resumes in the middle of an epoch.
 
     Takes ``DataLoader``'s arguments plus ``progress``. A pass starts at the first ``next`` (after
-    Lightning's ``set_epoch``); when a loaded state is pending it restores the random states and,
-    if the sampler is in the saved epoch (or has no epoch), skips the batches served before the
-    checkpoint. A state saved at an epoch's end thus restores only the random states, since the
+    Lightning's ``set_epoch``); when a loaded state is pending it skips the batches served before
+    the checkpoint if the sampler is in the saved epoch (or has no epoch), then restores the
+    random states (after creating the iterator, which draws the workers' seed). A state saved at an epoch's end thus restores only the random states, since the
     resumed run starts the next epoch.
 
     ``state_dict``/``load_state_dict`` make it "stateful" for Lightning, which saves the state in
@@ -142,19 +142,19 @@ class ResumableDataLoader(DataLoader):
         pending, progress.pending = progress.pending, None
         skip = 0
         if pending is not None:
-            if pending.get("random_states"):
-                set_random_states(pending["random_states"])
             saved_epoch = pending.get("epoch")
             if saved_epoch is None or epoch is None or saved_epoch == epoch:
                 skip = int(pending.get("batches", 0))
         progress.epoch, progress.batches = epoch, 0
-        iterator = super().__iter__()
+        iterator = super().__iter__()  # draws the workers' base seed from torch's generator
         for _ in range(skip):  # loaded and collated, then dropped
             try:
                 next(iterator)
             except StopIteration:
-                return
+                break
             progress.batches += 1
+        if pending is not None and pending.get("random_states"):
+            set_random_states(pending["random_states"])  # last: nothing may draw between here and the step
         for batch in iterator:
             progress.batches += 1
             yield batch
