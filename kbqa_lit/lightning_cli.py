@@ -16,6 +16,8 @@ from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.loggers import Logger
 
+import kbqa_lit.strategies  # noqa: F401  (registers the deepspeed_cpu_* strategy names)
+
 
 class LoggerSaveConfigCallback(SaveConfigCallback):
     """Save the resolved config in the log directory and log it to the run's logger (e.g. W&B)."""

@@ -18,9 +18,12 @@ and, when it is the same epoch, skips the served batches. The resumed run then s
 batches with the same dropout as the uninterrupted one and ends with the same weights and
 metrics (``tests/cli/test_scale_out.py``).
 
-Limits: skipped batches are loaded and collated, then dropped (cheap for tokenised data); under
-DDP every rank restores global rank 0's random states (only rank 0 writes the checkpoint), so
-data order and position stay exact but dropout on the other ranks does not.
+Limits: the epoch's order must be a function of ``(seed, epoch)`` (``LengthBucketSampler``,
+``DistributedSampler``); a ``RandomSampler`` draws each epoch's order from the global generator,
+which a resumed run cannot replay. Skipped batches are loaded and collated, then dropped (cheap
+for tokenised data). Under DDP every rank restores global rank 0's random states (only rank 0
+writes the checkpoint), so data order and position stay exact but dropout on the other ranks
+does not.
 """
 
 from __future__ import annotations
@@ -114,8 +117,9 @@ class ResumableDataLoader(DataLoader):
     Takes ``DataLoader``'s arguments plus ``progress``. A pass starts at the first ``next`` (after
     Lightning's ``set_epoch``); when a loaded state is pending it skips the batches served before
     the checkpoint if the sampler is in the saved epoch (or has no epoch), then restores the
-    random states (after creating the iterator, which draws the workers' seed). A state saved at an epoch's end thus restores only the random states, since the
-    resumed run starts the next epoch.
+    random states (after creating the iterator, which draws the workers' seed). A state saved at
+    an epoch's end thus restores only the random states, since the resumed run starts the next
+    epoch.
 
     ``state_dict``/``load_state_dict`` make it "stateful" for Lightning, which saves the state in
     the fit loop's part of the checkpoint. Lightning 2.6 does not load it back when
