@@ -428,22 +428,28 @@ class LoraCausalLM(LightningModule):
             ``out_dir`` as a :class:`~pathlib.Path`.
         """
         out = Path(out_dir)
-        with gathered(p for n, p in self.named_parameters() if is_adapter_key(n)):
+        with_base = bool(save_base or (save_base is None and self.built_base))
+        # Under ZeRO-3 the base weights are partitioned too: gather them when they are read
+        # (checksum of a built base, base export); a hub base is never exported, so only the
+        # LoRA weights are gathered for it.
+        needs_base = with_base or self.built_base
+        params = [p for n, p in self.named_parameters() if needs_base or is_adapter_key(n)]
+        meta = {"class": "LoraCausalLM", "hparams": dict(self.hparams), "base_dir": None}
+        with gathered(params):
             if write:
                 out.mkdir(parents=True, exist_ok=True)
                 # embeddings are copied only when the build grew a pretrained vocabulary
                 resized = bool(getattr(self.model.get_base_model(), "kbqa_resized_vocab", False))
                 self.model.save_pretrained(str(out), save_embedding_layers=resized)
+                if self.built_base:
+                    meta["base_checksum"] = self.base_checksum()
+                if with_base:
+                    self.export_base(out / BASE_SUBDIR)
+                    meta["base_dir"] = BASE_SUBDIR
         if not write:
             return out
         if self.tokenizer is not None:
             self.tokenizer.save_pretrained(str(out))
-        meta = {"class": "LoraCausalLM", "hparams": dict(self.hparams), "base_dir": None}
-        if self.built_base:
-            meta["base_checksum"] = self.base_checksum()
-        if save_base or (save_base is None and self.built_base):
-            self.export_base(out / BASE_SUBDIR)
-            meta["base_dir"] = BASE_SUBDIR
         (out / ADAPTER_META).write_text(json.dumps(meta, indent=2, default=str) + "\n", encoding="utf-8")
         return out
 
