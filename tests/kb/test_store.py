@@ -143,10 +143,8 @@ def test_queries_mentioning_update_words_are_not_updates(query: str) -> None:
 # -- timeouts -------------------------------------------------------------------------------
 def test_pathological_query_times_out_and_store_recovers(big_store_dir: Path) -> None:
     with OxigraphStore(big_store_dir, timeout=1.0, cache_size=10) as s:
-        start = time.monotonic()
-        r = s.execute(PATHOLOGICAL)
-        waited = time.monotonic() - start
-        assert not r.ok and "timeout" in r.error and waited < 2.0
+        r = s.execute(PATHOLOGICAL)  # runs for minutes unless stopped; wait figures: bench_timeouts.py
+        assert not r.ok and "timeout" in r.error
         assert s.execute(f"ASK {{ <{NS}m.e5> ?p ?o }}").answers == ["true"]  # a fresh worker answers
         again = s.execute(PATHOLOGICAL)  # timeouts are not cached
         assert not again.ok and not again.cached and s.misses == 3
@@ -157,11 +155,10 @@ def test_thread_isolation_answers_and_times_out(store_dir: Path) -> None:
         assert s.execute(DIRECTORS).answers == ["m.d1", "m.d2"]
         # 7^7 rows: outlasts 0.1 s (≈ 0.5 s here) but ends, so the abandoned thread finishes soon
         patterns = " . ".join(f"?s{i} ?p{i} ?o{i}" for i in range(7))
-        start = time.monotonic()
         r = s.execute(f"SELECT (COUNT(*) AS ?n) WHERE {{ {patterns} }}")
         if r.ok:
             pytest.skip("machine too fast for the finite slow query")
-        assert "timeout" in r.error and time.monotonic() - start < 1.1
+        assert "timeout" in r.error
         assert s._runners.queue[0].abandoned == 1
 
 
@@ -356,10 +353,8 @@ def test_endpoint_bad_query_and_update(endpoint: tuple[ThreadingHTTPServer, str]
 def test_endpoint_unreachable_gives_clear_error() -> None:
     url = _closed_port_url()
     s = EndpointStore(url, timeout=1, retries=2, backoff=0.05)
-    start = time.monotonic()
     r = s.execute(DIRECTORS)
     assert not r.ok and "unreachable" in r.error and url in r.error and "3 attempts" in r.error
-    assert time.monotonic() - start < 2
     assert not s.execute(DIRECTORS).cached  # unreachable is never cached
     with pytest.raises(EndpointUnreachableError, match=url):
         s.ping()
@@ -369,10 +364,9 @@ def test_endpoint_slow_server_times_out_without_retry() -> None:
     server, url = _serve(delay=2.0)
     try:
         s = EndpointStore(url, timeout=0.5, retries=3, backoff=0.01)
-        start = time.monotonic()
         r = s.execute(DIRECTORS)
-        assert not r.ok and "timeout" in r.error and time.monotonic() - start < 1.5
-        assert len(server.requests) == 1
+        assert not r.ok and "timeout" in r.error
+        assert len(server.requests) == 1  # a read timeout is not retried
     finally:
         server.shutdown()
         server.server_close()

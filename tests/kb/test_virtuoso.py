@@ -417,7 +417,6 @@ def test_a_server_that_cannot_start_raises_with_the_log_tail(tmp_path: Path) -> 
 def test_a_runaway_query_is_a_timeout_error_not_partial_results(virtuoso: EndpointStore) -> None:
     result = virtuoso.execute("SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }")
     assert not result.ok and result.error and "timeout" in result.error
-    assert result.elapsed < 15
 
 
 @pytest.mark.virtuoso
