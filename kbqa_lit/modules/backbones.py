@@ -77,9 +77,10 @@ def add_special_tokens(tokenizer: PreTrainedTokenizerBase, tokens: Iterable[str]
     return int(tokenizer.add_special_tokens({"additional_special_tokens": missing}, replace_extra_special_tokens=False))
 
 
-def _texts_fingerprint(texts: list[str], vocab_size: int, special: tuple[str, ...]) -> str:
+def texts_fingerprint(header: list[Any], texts: list[str]) -> str:
+    """A short hash of a JSON-able ``header`` (recipe settings) and the training texts: a cache key."""
     h = hashlib.sha256()
-    h.update(json.dumps([_TOKENIZER_FORMAT, vocab_size, list(special)]).encode())
+    h.update(json.dumps(header).encode())
     for text in texts:
         h.update(text.encode("utf-8"))
         h.update(b"\x00")
@@ -165,7 +166,7 @@ def build_tokenizer(
         tok = train_subword_tokenizer(texts, vocab_size)
         add_special_tokens(tok, special)
         return tok
-    target = Path(cache_dir) / f"bpe-{_texts_fingerprint(texts, vocab_size, special)}"
+    target = Path(cache_dir) / f"bpe-{texts_fingerprint([_TOKENIZER_FORMAT, vocab_size, list(special)], texts)}"
     if (target / "tokenizer.json").is_file():
         log.info("loading cached tokenizer from %s", target)
         tok = AutoTokenizer.from_pretrained(str(target), local_files_only=True)
@@ -173,12 +174,12 @@ def build_tokenizer(
         return tok
     tok = train_subword_tokenizer(texts, vocab_size)
     add_special_tokens(tok, special)
-    _save_atomically(tok, target)
+    save_tokenizer_atomically(tok, target)
     log.info("trained a %d-token tokenizer, cached in %s", len(tok), target)
     return tok
 
 
-def _save_atomically(tok: PreTrainedTokenizerBase, target: Path) -> None:
+def save_tokenizer_atomically(tok: PreTrainedTokenizerBase, target: Path) -> None:
     """``save_pretrained`` into a temp folder beside ``target``, then rename (safe across ranks)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))

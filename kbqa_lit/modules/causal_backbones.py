@@ -22,12 +22,8 @@ and ``</s>`` itself, the same way for a hub tokenizer (called with ``add_special
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -43,6 +39,8 @@ from transformers import (
     PreTrainedTokenizerBase,
     PreTrainedTokenizerFast,
 )
+
+from kbqa_lit.modules.backbones import save_tokenizer_atomically, texts_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -114,30 +112,6 @@ def train_causal_tokenizer(texts: Iterable[str], vocab_size: int = 2000) -> PreT
     )
 
 
-def _fingerprint(texts: list[str], vocab_size: int) -> str:
-    h = hashlib.sha256(json.dumps([_TOKENIZER_FORMAT, vocab_size]).encode())
-    for text in texts:
-        h.update(text.encode("utf-8"))
-        h.update(b"\x00")
-    return h.hexdigest()[:20]
-
-
-def _save_atomically(tok: PreTrainedTokenizerBase, target: Path) -> None:
-    """``save_pretrained`` into a temp folder beside ``target``, then rename (safe across ranks)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
-        tok.save_pretrained(str(tmp))
-        try:
-            os.replace(tmp, target)
-        except OSError:  # another process won the race: keep its copy
-            if not (target / "tokenizer.json").is_file():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-
-
 def ensure_pad_token(tokenizer: PreTrainedTokenizerBase) -> PreTrainedTokenizerBase:
     """Give a tokenizer without a padding token one, without adding tokens (``<unk>``, else ``</s>``)."""
     if tokenizer.pad_token is None:
@@ -176,14 +150,16 @@ def build_causal_tokenizer(
         texts = [t for t in (train_texts or ()) if t]
         if not texts:
             raise ValueError("build_causal_tokenizer needs a name/path or non-empty train_texts")
-        target = Path(cache_dir) / f"bpe-{_fingerprint(texts, vocab_size)}" if cache_dir else None
+        target = (
+            Path(cache_dir) / f"bpe-{texts_fingerprint([_TOKENIZER_FORMAT, vocab_size], texts)}" if cache_dir else None
+        )
         if target is not None and (target / "tokenizer.json").is_file():
             log.info("loading cached tokenizer from %s", target)
             tok = AutoTokenizer.from_pretrained(str(target), local_files_only=True)
         else:
             tok = train_causal_tokenizer(texts, vocab_size)
             if target is not None:
-                _save_atomically(tok, target)
+                save_tokenizer_atomically(tok, target)
                 log.info("trained a %d-token tokenizer, cached in %s", len(tok), target)
     if tok.eos_token_id is None:
         raise ValueError(f"the tokenizer {name_or_path or '(trained)'} has no end-of-sequence token")
