@@ -34,7 +34,7 @@ from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader, Sampler
 from transformers import PreTrainedTokenizerBase
 
-from kbqa_lit.data.schema import KBQAExample, read_jsonl
+from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.datamodules.collate import Seq2SeqCollator
 from kbqa_lit.datamodules.coq_inputs import (
     ANSWER_PREFIX,
@@ -46,19 +46,15 @@ from kbqa_lit.datamodules.coq_inputs import (
 )
 from kbqa_lit.datamodules.resumable import LoaderProgress, ResumableDataLoader
 from kbqa_lit.datamodules.samplers import LengthBucketSampler, UnrepeatedDistributedSampler
+from kbqa_lit.datamodules.split_files import _ALIASES, _STAGE_SPLITS, SPLITS, SplitFilesMixin
 from kbqa_lit.datamodules.tokenized_cache import TokenizedSplit, load_or_encode
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.modules.backbones import build_tokenizer
 
 log = logging.getLogger(__name__)
 
-SPLITS = ("train", "val", "test", "predict")
-_ALIASES = {"dev": "val", "valid": "val", "validation": "val", "validate": "val"}
-_DEFAULT_NAMES = {"train": ("train.jsonl",), "val": ("dev.jsonl", "val.jsonl"), "test": ("test.jsonl",)}
-_STAGE_SPLITS = {"fit": ("train", "val"), "validate": ("val",), "test": ("test",), "predict": ("predict",)}
 
-
-class GenerationDataModule(LightningDataModule):
+class GenerationDataModule(SplitFilesMixin, LightningDataModule):
     """Data for :class:`~kbqa_lit.modules.multitask_generator.MultitaskGenerator` (CoQ step 4).
 
     Args:
@@ -136,66 +132,6 @@ class GenerationDataModule(LightningDataModule):
         self.tokenizer: PreTrainedTokenizerBase = self._build_tokenizer()
 
     # ------------------------------------------------------------------ files and examples
-
-    def _home(self) -> Path:
-        """Folder for the tokenizer and cache when ``data_dir`` is not given."""
-        if self.data_dir is not None:
-            return self.data_dir
-        for name in ("train", "val", "test", "predict"):
-            path = self.split_file(name)
-            if path is not None:
-                return path.parent
-        raise UserInputError("no data_dir and no split file")
-
-    def split_file(self, split: str) -> Path | None:
-        """The file of ``split`` (``train``/``val``/``test``/``predict``), or ``None`` if it has none."""
-        split = _ALIASES.get(split, split)
-        if split not in SPLITS:
-            raise ValueError(f"unknown split {split!r}; choose from {SPLITS}")
-        given = self._files[split]
-        if given is not None:
-            path = Path(given).expanduser()
-            if not path.is_absolute() and self.data_dir is not None and (self.data_dir / path).exists():
-                return self.data_dir / path
-            return path
-        if split == "predict":
-            return self.split_file("test")
-        if self.data_dir is None:
-            return None
-        names = _DEFAULT_NAMES[split]
-        return next((self.data_dir / n for n in names if (self.data_dir / n).is_file()), self.data_dir / names[0])
-
-    def _ensure_data(self) -> None:
-        """Build the synthetic world into ``data_dir`` when asked to and its files are missing."""
-        if self.hparams.synthetic_seed is None or self.data_dir is None:
-            return
-        needed = [self.split_file(s) for s in ("train", "val", "test")]
-        if all(p is not None and p.is_file() for p in needed):
-            return
-        from filelock import FileLock
-
-        from kbqa_lit.data.synthetic import build_world
-
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(self.data_dir / ".build_world.lock")):
-            if not all(p is not None and p.is_file() for p in needed):
-                log.info("building the synthetic world (seed %s) in %s", self.hparams.synthetic_seed, self.data_dir)
-                build_world(self.data_dir, seed=self.hparams.synthetic_seed, size=self.hparams.synthetic_size)
-
-    def examples(self, split: str) -> list[KBQAExample]:
-        """The examples of ``split`` in file order; ``batch["index"]`` indexes this list.
-
-        Raises:
-            UserInputError: When the split has no file or the file is missing.
-        """
-        split = _ALIASES.get(split, split)
-        if split not in self._examples:
-            self._ensure_data()
-            path = self.split_file(split)
-            if path is None or not path.is_file():
-                raise UserInputError(f"no {split} file: {path if path is not None else '(none configured)'}")
-            self._examples[split] = list(read_jsonl(path))
-        return self._examples[split]
 
     # ------------------------------------------------------------------ tokenizer
 
@@ -280,12 +216,6 @@ class GenerationDataModule(LightningDataModule):
             self.dataset(split)
 
     # ------------------------------------------------------------------ loaders
-
-    def _world(self) -> tuple[int, int]:
-        trainer = getattr(self, "trainer", None)
-        if trainer is None:
-            return 1, 0
-        return int(trainer.world_size), int(trainer.global_rank)
 
     def _loader(self, split: str, batch_size: int, sampler: Sampler | None, shuffle: bool) -> DataLoader:
         workers = self.hparams.num_workers

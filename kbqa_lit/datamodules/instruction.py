@@ -32,22 +32,18 @@ from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader
 from transformers import PreTrainedTokenizerBase
 
-from kbqa_lit.data.schema import KBQAExample, read_jsonl
+from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.datamodules.instruction_batches import InstructionCollator, InstructionEncoder, pad_id
 from kbqa_lit.datamodules.prompts import TASKS, check_tasks, task_input, task_target
 from kbqa_lit.datamodules.samplers import UnrepeatedDistributedSampler
+from kbqa_lit.datamodules.split_files import _ALIASES, _STAGE_SPLITS, SPLITS, SplitFilesMixin
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.modules.causal_backbones import build_causal_tokenizer
 
 log = logging.getLogger(__name__)
 
-SPLITS = ("train", "val", "test", "predict")
-_ALIASES = {"dev": "val", "valid": "val", "validation": "val", "validate": "val"}
-_DEFAULT_NAMES = {"train": ("train.jsonl",), "val": ("dev.jsonl", "val.jsonl"), "test": ("test.jsonl",)}
-_STAGE_SPLITS = {"fit": ("train", "val"), "validate": ("val",), "test": ("test",), "predict": ("predict",)}
 
-
-class InstructionDataModule(LightningDataModule):
+class InstructionDataModule(SplitFilesMixin, LightningDataModule):
     """Instruction data for :class:`~kbqa_lit.modules.lora_causal_lm.LoraCausalLM` (TFS-KBQA).
 
     Args:
@@ -123,68 +119,6 @@ class InstructionDataModule(LightningDataModule):
         )
 
     # ------------------------------------------------------------------ files and examples
-
-    def _home(self) -> Path:
-        if self.data_dir is not None:
-            return self.data_dir
-        for name in SPLITS:
-            path = self.split_file(name)
-            if path is not None:
-                return path.parent
-        raise UserInputError("no data_dir and no split file")
-
-    def split_file(self, split: str) -> Path | None:
-        """The file of ``split`` (``train``/``val``/``test``/``predict``), or ``None`` if it has none."""
-        split = _ALIASES.get(split, split)
-        if split not in SPLITS:
-            raise ValueError(f"unknown split {split!r}; choose from {SPLITS}")
-        given = self._files[split]
-        if given is not None:
-            path = Path(given).expanduser()
-            if not path.is_absolute() and self.data_dir is not None and (self.data_dir / path).exists():
-                return self.data_dir / path
-            return path
-        if split == "predict":
-            return self.split_file("test")
-        if self.data_dir is None:
-            return None
-        names = _DEFAULT_NAMES[split]
-        return next((self.data_dir / n for n in names if (self.data_dir / n).is_file()), self.data_dir / names[0])
-
-    def _has(self, split: str) -> bool:
-        path = self.split_file(split)
-        return path is not None and path.is_file()
-
-    def _ensure_data(self) -> None:
-        """Build the synthetic world into ``data_dir`` when asked to and its files are missing."""
-        if self.hparams.synthetic_seed is None or self.data_dir is None:
-            return
-        if all(self._has(s) for s in ("train", "val", "test")):
-            return
-        from filelock import FileLock
-
-        from kbqa_lit.data.synthetic import build_world
-
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(self.data_dir / ".build_world.lock")):
-            if not all(self._has(s) for s in ("train", "val", "test")):
-                log.info("building the synthetic world (seed %s) in %s", self.hparams.synthetic_seed, self.data_dir)
-                build_world(self.data_dir, seed=self.hparams.synthetic_seed, size=self.hparams.synthetic_size)
-
-    def examples(self, split: str) -> list[KBQAExample]:
-        """The examples of ``split`` in file order; ``batch["index"]`` indexes this list.
-
-        Raises:
-            UserInputError: When the split has no file or the file is missing.
-        """
-        split = _ALIASES.get(split, split)
-        if split not in self._examples:
-            self._ensure_data()
-            path = self.split_file(split)
-            if path is None or not path.is_file():
-                raise UserInputError(f"no {split} file: {path if path is not None else '(none configured)'}")
-            self._examples[split] = list(read_jsonl(path))
-        return self._examples[split]
 
     # ------------------------------------------------------------------ tokenizer
 
@@ -263,12 +197,6 @@ class InstructionDataModule(LightningDataModule):
             self.rows(split)
 
     # ------------------------------------------------------------------ loaders
-
-    def _world(self) -> tuple[int, int]:
-        trainer = getattr(self, "trainer", None)
-        if trainer is None:
-            return 1, 0
-        return int(trainer.world_size), int(trainer.global_rank)
 
     def _loader(self, split: str, batch_size: int, shuffle: bool) -> DataLoader:
         rows = self.rows(split)

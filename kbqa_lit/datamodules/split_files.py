@@ -1,0 +1,102 @@
+"""Where a datamodule's splits live: common-schema JSON-lines files, or the synthetic world built on first use.
+
+Shared by :class:`~kbqa_lit.datamodules.generation.GenerationDataModule` and
+:class:`~kbqa_lit.datamodules.instruction.InstructionDataModule`. The host class sets
+``self.data_dir`` (a :class:`~pathlib.Path` or ``None``), ``self._files`` (split → given file or
+``None``), ``self._examples = {}`` and hyper-parameters ``synthetic_seed`` / ``synthetic_size``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from kbqa_lit.data.schema import KBQAExample, read_jsonl
+from kbqa_lit.errors import UserInputError
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("train", "val", "test", "predict")
+_ALIASES = {"dev": "val", "valid": "val", "validation": "val", "validate": "val"}
+_DEFAULT_NAMES = {"train": ("train.jsonl",), "val": ("dev.jsonl", "val.jsonl"), "test": ("test.jsonl",)}
+_STAGE_SPLITS = {"fit": ("train", "val"), "validate": ("val",), "test": ("test",), "predict": ("predict",)}
+
+
+class SplitFilesMixin:
+    """Split files, the synthetic world on first use, examples per split, and the process's place in DDP."""
+
+    data_dir: Path | None
+    _files: dict[str, str | None]
+    _examples: dict[str, list[KBQAExample]]
+    hparams: Any
+
+    def _home(self) -> Path:
+        """Folder for the tokenizer and cache when ``data_dir`` is not given."""
+        if self.data_dir is not None:
+            return self.data_dir
+        for name in SPLITS:
+            path = self.split_file(name)
+            if path is not None:
+                return path.parent
+        raise UserInputError("no data_dir and no split file")
+
+    def split_file(self, split: str) -> Path | None:
+        """The file of ``split`` (``train``/``val``/``test``/``predict``), or ``None`` if it has none."""
+        split = _ALIASES.get(split, split)
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}; choose from {SPLITS}")
+        given = self._files[split]
+        if given is not None:
+            path = Path(given).expanduser()
+            if not path.is_absolute() and self.data_dir is not None and (self.data_dir / path).exists():
+                return self.data_dir / path
+            return path
+        if split == "predict":
+            return self.split_file("test")
+        if self.data_dir is None:
+            return None
+        names = _DEFAULT_NAMES[split]
+        return next((self.data_dir / n for n in names if (self.data_dir / n).is_file()), self.data_dir / names[0])
+
+    def _has(self, split: str) -> bool:
+        path = self.split_file(split)
+        return path is not None and path.is_file()
+
+    def _ensure_data(self) -> None:
+        """Build the synthetic world into ``data_dir`` when asked to and its files are missing."""
+        if self.hparams.synthetic_seed is None or self.data_dir is None:
+            return
+        if all(self._has(s) for s in ("train", "val", "test")):
+            return
+        from filelock import FileLock
+
+        from kbqa_lit.data.synthetic import build_world
+
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(self.data_dir / ".build_world.lock")):
+            if not all(self._has(s) for s in ("train", "val", "test")):
+                log.info("building the synthetic world (seed %s) in %s", self.hparams.synthetic_seed, self.data_dir)
+                build_world(self.data_dir, seed=self.hparams.synthetic_seed, size=self.hparams.synthetic_size)
+
+    def examples(self, split: str) -> list[KBQAExample]:
+        """The examples of ``split`` in file order; ``batch["index"]`` indexes this list.
+
+        Raises:
+            UserInputError: When the split has no file or the file is missing.
+        """
+        split = _ALIASES.get(split, split)
+        if split not in self._examples:
+            self._ensure_data()
+            path = self.split_file(split)
+            if path is None or not path.is_file():
+                raise UserInputError(f"no {split} file: {path if path is not None else '(none configured)'}")
+            self._examples[split] = list(read_jsonl(path))
+        return self._examples[split]
+
+    def _world(self) -> tuple[int, int]:
+        """``(world_size, global_rank)`` of the attached trainer, ``(1, 0)`` without one."""
+        trainer = getattr(self, "trainer", None)
+        if trainer is None:
+            return 1, 0
+        return int(trainer.world_size), int(trainer.global_rank)
