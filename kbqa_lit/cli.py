@@ -29,6 +29,7 @@ TOOL_MODULES = (
     "eval_tool",
     "lora_tool",
     "decompose_tool",
+    "retrieve_tool",
     "compare_tool",
 )
 
