@@ -24,6 +24,8 @@
   prediction without one scores 0.
 - ``executable`` (share of gold questions whose prediction says ``"executable": true``) is
   reported when any prediction carries the field.
+- ``--group-by KEY`` (repeatable) adds ``"by": {KEY: {value: {"n", "f1", "hit1", ...}}}``: the same
+  metrics per value of the gold examples' ``meta[KEY]`` (e.g. MetaQA's ``hops``).
 """
 
 from __future__ import annotations
@@ -75,6 +77,13 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="predicted answers are ranked: hit1 = first answer is gold (default: random-pick expectation)",
     )
+    p.add_argument(
+        "--group-by",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="also report the metrics per value of the gold examples' meta[KEY] (e.g. hops, kbcheck); repeatable",
+    )
     p.set_defaults(func=run_eval)
 
 
@@ -116,6 +125,7 @@ class GoldQuestion:
     parse_ids: list[str | None]
     sexprs: list[str] = field(default_factory=list)
     by_name: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -145,6 +155,7 @@ def _gold_question(ex: KBQAExample) -> GoldQuestion:
             parse_ids=[p.get("parse_id") for p in parses],
             sexprs=[p["s_expression"] for p in parses if p.get("s_expression")],
             by_name=by_name,
+            meta=ex.meta,
         )
     return GoldQuestion(
         qid=ex.qid,
@@ -152,6 +163,7 @@ def _gold_question(ex: KBQAExample) -> GoldQuestion:
         parse_ids=[None],
         sexprs=[ex.s_expression] if ex.s_expression else [],
         by_name=by_name,
+        meta=ex.meta,
     )
 
 
@@ -276,6 +288,32 @@ def _per_question_row(g: GoldQuestion, s: QuestionScore, with_exec: bool) -> dic
     return row
 
 
+def _summary(scored: list[tuple[GoldQuestion, QuestionScore]], any_exec: bool) -> dict[str, Any]:
+    """Question-averaged metrics: the same sums and divisions as AnswerMetrics (without importing torch)."""
+    values = mean_scores(sum_scores(s for _, s in scored))
+    out: dict[str, Any] = {key: values[key] for key in ("f1", "precision", "recall", "hit1", "hit1_any", "accuracy")}
+    if any_exec:
+        out["executable"] = values["executable"]
+    if "em" in values:
+        out["em"] = values["em"]
+    return out
+
+
+def group_summaries(
+    scored: list[tuple[GoldQuestion, QuestionScore]], key: str, any_exec: bool = False
+) -> dict[str, dict[str, Any]]:
+    """Metrics per value of the gold examples' ``meta[key]`` (``"null"`` when absent), values sorted.
+
+    Returns:
+        ``{value: {"n", "f1", "precision", "recall", "hit1", "hit1_any", "accuracy", ...}}``.
+    """
+    groups: dict[str, list[tuple[GoldQuestion, QuestionScore]]] = {}
+    for g, s in scored:
+        value = g.meta.get(key)
+        groups.setdefault("null" if value is None else str(value), []).append((g, s))
+    return {value: {"n": len(rows), **_summary(rows, any_exec)} for value, rows in sorted(groups.items())}
+
+
 def run_eval(args: argparse.Namespace) -> int:
     """Run ``kbqa eval`` and print the summary JSON.
 
@@ -293,15 +331,10 @@ def run_eval(args: argparse.Namespace) -> int:
         raise UserInputError(f"no such prediction file: {args.pred}")
     preds, unknown, any_lf, any_exec = _read_preds(args.pred, gold)
     scored = evaluate(gold, preds, ranked=args.ranked, with_em=any_lf, reverse=reverse, gold_path=args.gold)
-    # the same sums and divisions as AnswerMetrics (without importing torch)
-    values = mean_scores(sum_scores(s for _, s in scored))
     summary: dict[str, Any] = {"n": len(gold), "missing": len(gold) - len(preds), "unknown": unknown}
-    for key in ("f1", "precision", "recall", "hit1", "hit1_any", "accuracy"):
-        summary[key] = values[key]
-    if any_exec:
-        summary["executable"] = values["executable"]
-    if "em" in values:
-        summary["em"] = values["em"]
+    summary.update(_summary(scored, any_exec))
+    if args.group_by:
+        summary["by"] = {key: group_summaries(scored, key, any_exec) for key in args.group_by}
     if args.per_question is not None:
         write_json_lines_atomic((_per_question_row(g, s, any_exec) for g, s in scored), args.per_question)
     print_json(summary)

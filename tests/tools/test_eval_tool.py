@@ -340,3 +340,26 @@ def test_answer_key() -> None:
     assert answer_key(f'"1.8"^^{XSD}float') == "1.8"
     assert answer_key(f"1998^^{XSD}gYear") == "1998"
     assert answer_key(" Young Forrest ") == "Young Forrest"
+
+
+def test_group_by_meta_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [
+        {"qid": "1", "question": "q", "answers": ["m.a"], "meta": {"hops": 1}},
+        {"qid": "2", "question": "q", "answers": ["m.b"], "meta": {"hops": 1}},
+        {"qid": "3", "question": "q", "answers": ["m.c", "m.d"], "meta": {"hops": 2}},
+        {"qid": "4", "question": "q", "answers": ["m.e"]},
+    ]
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pred = _write_preds(
+        tmp_path / "p.jsonl",
+        [{"qid": "1", "answers": ["m.a"]}, {"qid": "2", "answers": ["m.x"]}, {"qid": "3", "answers": ["m.c"]}],
+    )
+    got = _eval(capsys, "--gold", str(gold), "--pred", str(pred), "--group-by", "hops")
+    by = got["by"]["hops"]
+    assert list(by) == ["1", "2", "null"]
+    assert by["1"]["n"] == 2 and by["1"]["f1"] == 0.5 and by["1"]["hit1"] == 0.5
+    assert by["2"]["n"] == 1 and by["2"]["f1"] == pytest.approx(2 / 3) and by["2"]["hit1"] == 1.0
+    assert by["null"]["n"] == 1 and by["null"]["f1"] == 0.0  # no prediction: scored 0
+    assert got["f1"] == pytest.approx((1 + 0 + 2 / 3 + 0) / 4)
+    assert "by" not in _eval(capsys, "--gold", str(gold), "--pred", str(pred))
