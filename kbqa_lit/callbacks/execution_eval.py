@@ -46,6 +46,7 @@ from lightning.pytorch.utilities import rank_zero_warn
 from lightning.pytorch.utilities.warnings import PossibleUserWarning
 from torchmetrics import Metric
 
+from kbqa_lit.data.entity_slots import unmask_lf
 from kbqa_lit.data.schema import Answer, KBQAExample
 from kbqa_lit.errors import SExprError
 from kbqa_lit.kb.cache import ExecutionCache
@@ -413,8 +414,9 @@ class ExecutionGuidedEval(L.Callback):
         fallbacks = 0
         for k, i in enumerate(indices):
             ex = examples[i]
+            ex_beams = [unmask_lf(b, ex) for b in beams[k]]  # topic-entity slots [E0]... → labels
             sel = self.selector.select(
-                beams[k],
+                ex_beams,
                 semantics=ex.semantics,
                 label_to_ids=invert_labels(ex.entity_labels()),
                 candidates=tuple((str(e), str(n)) for e, n in (ex.meta.get("entity_candidates") or {}).items()),
@@ -424,7 +426,7 @@ class ExecutionGuidedEval(L.Callback):
             score = score_question(sel.answers, gold_parses(ex), em=self._em(sel, ex), executable=sel.executable)
             scores.append(score)
             fallbacks += int(sel.fallback)
-            self._rows.append(self._row(i, ex, beams[k], None if texts is None else texts[k], sel, score))
+            self._rows.append(self._row(i, ex, ex_beams, None if texts is None else texts[k], sel, score))
         self._metrics.update(scores=scores)
         self._counts.update(fallback=fallbacks, n=len(indices))
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kbqa_lit.data.entity_slots import mask_lf, mask_text, topic_slots
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError
 from kbqa_lit.kb.normalize import normalize_sexpr, schema_to_words
@@ -142,17 +143,33 @@ def answer_target(ex: KBQAExample) -> str | None:
     return ANSWER_SEP.join(names) if names else None
 
 
-def coq_texts(ex: KBQAExample, *, use_decomposition: bool = True, patterns: str = "gold") -> dict[str, str | None]:
+def coq_texts(
+    ex: KBQAExample, *, use_decomposition: bool = True, patterns: str = "gold", mask_entities: bool = False
+) -> dict[str, str | None]:
     """Both CoQ inputs and targets of one example.
+
+    Args:
+        ex: The example.
+        use_decomposition: Put the decomposition ``D`` in the inputs.
+        patterns: ``"gold"``, ``"predicted"`` or ``"none"``.
+        mask_entities: In the logical-form task, write the topic entities as slots ``[E0]``...
+            in the input and the target (:mod:`kbqa_lit.data.entity_slots`); the answer task
+            keeps the names.
 
     Returns:
         ``{"source", "target", "ans_source", "ans_target"}``; a target is ``None`` when the
         example has no gold for it.
     """
     pats = example_patterns(ex, patterns)
+    source = source_text(LF_PREFIX, ex, pats, use_decomposition)
+    target = lf_target(ex)
+    if mask_entities:
+        slots = topic_slots(ex)
+        source = mask_text(source, slots)
+        target = None if target is None else mask_lf(target, slots)
     return {
-        "source": source_text(LF_PREFIX, ex, pats, use_decomposition),
-        "target": lf_target(ex),
+        "source": source,
+        "target": target,
         "ans_source": source_text(ANSWER_PREFIX, ex, pats, use_decomposition),
         "ans_target": answer_target(ex),
     }

@@ -34,6 +34,7 @@ from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader, Sampler
 from transformers import PreTrainedTokenizerBase
 
+from kbqa_lit.data.entity_slots import SLOT_TOKENS
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.datamodules.collate import Seq2SeqCollator
 from kbqa_lit.datamodules.coq_inputs import (
@@ -80,6 +81,10 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
             (``meta["patterns"]``) or ``none`` (the "w/o patterns" ablation).
         answer_task: Also build the answer task (false: the "w/o answer task" ablation; batches
             then have no ``ans_*`` fields).
+        mask_entities: In the logical-form task, write the topic entities as slots ``[E0]``...
+            in the input and the target (added to the tokenizer as ordinary tokens); the
+            execution-guided callback puts the labels back before denormalising. Spares a small
+            model the copying of names (see :mod:`kbqa_lit.data.entity_slots`).
         max_source_length: Inputs are truncated to this many tokens.
         max_target_length: Targets are truncated to this many tokens.
         batch_size: Training batch size (per device).
@@ -104,6 +109,7 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
         use_decomposition: bool = True,
         patterns: Literal["gold", "predicted", "none"] = "gold",
         answer_task: bool = True,
+        mask_entities: bool = False,
         max_source_length: int = 256,
         max_target_length: int = 128,
         batch_size: int = 16,
@@ -152,13 +158,17 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
 
     def _build_tokenizer(self) -> PreTrainedTokenizerBase:
         name = self.hparams.tokenizer_name_or_path
+        extra = SLOT_TOKENS if self.hparams.mask_entities else ()
         if name is not None:
-            return build_tokenizer(name)
+            return build_tokenizer(name, extra_tokens=extra)
         texts = self._tokenizer_texts()
         if len(texts) <= 2:
             raise UserInputError("no examples to train a tokenizer on; set tokenizer_name_or_path or the files")
         return build_tokenizer(
-            train_texts=texts, vocab_size=self.hparams.vocab_size, cache_dir=self._home() / ".tokenizer"
+            train_texts=texts,
+            vocab_size=self.hparams.vocab_size,
+            cache_dir=self._home() / ".tokenizer",
+            extra_tokens=extra,
         )
 
     @property
@@ -185,6 +195,7 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
                 "use_decomposition": self.hparams.use_decomposition,
                 "patterns": self.hparams.patterns,
                 "answer_task": self.hparams.answer_task,
+                "mask_entities": self.hparams.mask_entities,
                 "max_source_length": self.hparams.max_source_length,
                 "max_target_length": self.hparams.max_target_length,
                 "require_target": split == "train",

@@ -61,6 +61,7 @@ def encode_examples(
     use_decomposition: bool,
     patterns: str,
     answer_task: bool,
+    mask_entities: bool = False,
     max_source_length: int,
     max_target_length: int,
     require_target: bool,
@@ -72,6 +73,7 @@ def encode_examples(
         tokenizer: The tokenizer (appends ``</s>``).
         use_decomposition: Put the decomposition ``D`` in the inputs.
         patterns: ``"gold"``, ``"predicted"`` or ``"none"`` (see :mod:`.coq_inputs`).
+        mask_entities: Topic entities as slots ``[E0]``... in the logical-form task.
         answer_task: Also encode the answer task.
         max_source_length: Inputs are truncated to this many tokens.
         max_target_length: Targets are truncated to this many tokens.
@@ -84,7 +86,7 @@ def encode_examples(
     """
     keep, texts = [], []
     for i, ex in enumerate(examples):
-        t = coq_texts(ex, use_decomposition=use_decomposition, patterns=patterns)
+        t = coq_texts(ex, use_decomposition=use_decomposition, patterns=patterns, mask_entities=mask_entities)
         if require_target and t["target"] is None:
             continue
         keep.append(i)

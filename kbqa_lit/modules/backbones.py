@@ -134,6 +134,7 @@ def build_tokenizer(
     vocab_size: int = 2000,
     cache_dir: str | Path | None = None,
     special_tokens: Iterable[str] = SPECIAL_TOKENS,
+    extra_tokens: Iterable[str] = (),
 ) -> PreTrainedTokenizerBase:
     """Load or train the tokenizer, with the CoQ special tokens added once.
 
@@ -145,6 +146,8 @@ def build_tokenizer(
         cache_dir: Where a trained tokenizer is cached (``<cache_dir>/bpe-<hash>``, keyed by
             the texts, ``vocab_size`` and the special tokens); ``None`` trains without caching.
         special_tokens: Tokens added as special tokens (default :data:`SPECIAL_TOKENS`).
+        extra_tokens: Tokens added as ordinary tokens (kept by ``decode(skip_special_tokens=True)``),
+            e.g. the topic-entity slots ``[E0]``...; added after loading, so caches are shared.
 
     Returns:
         The tokenizer (a fast tokenizer when trained here).
@@ -153,6 +156,20 @@ def build_tokenizer(
         ValueError: When neither ``name_or_path`` nor non-empty ``train_texts`` is given.
     """
     special = tuple(dict.fromkeys(special_tokens))
+    tok = _load_or_train_tokenizer(name_or_path, train_texts, vocab_size, cache_dir, special)
+    extra = [t for t in dict.fromkeys(extra_tokens) if t not in tok.get_vocab()]
+    if extra:
+        tok.add_tokens(extra)
+    return tok
+
+
+def _load_or_train_tokenizer(
+    name_or_path: str | os.PathLike[str] | None,
+    train_texts: Iterable[str] | None,
+    vocab_size: int,
+    cache_dir: str | Path | None,
+    special: tuple[str, ...],
+) -> PreTrainedTokenizerBase:
     if name_or_path is not None:
         local = _is_local_dir(name_or_path)
         path = str(Path(name_or_path).expanduser()) if local else str(name_or_path)

@@ -130,6 +130,18 @@ def test_answer_task_off_has_no_ans_fields(data_dir: Path) -> None:
     assert set(batch) == {"input_ids", "attention_mask", "labels", "index"}
 
 
+def test_mask_entities_adds_slot_tokens_that_survive_decoding(data_dir: Path) -> None:
+    dm = make_dm(data_dir, mask_entities=True)
+    assert "[E0]" in dm.tokenizer.get_vocab() and "[E0]" not in dm.tokenizer.all_special_tokens
+    dm.setup("fit")
+    ds = dm.dataset("train")
+    row = ds[0]
+    ex = dm.examples("train")[int(row["index"])]
+    target = dm.tokenizer.decode(row["labels"], skip_special_tokens=True)
+    assert "[E0]" in target and next(iter(ex.topic_entities.values())) not in target
+    assert "[E0]" not in make_dm(data_dir).tokenizer.get_vocab()
+
+
 def test_train_leaves_out_examples_without_gold(tmp_path: Path) -> None:
     write_splits(tmp_path)
     exs = make_examples(6, seed=9)

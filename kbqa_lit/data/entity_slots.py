@@ -1,0 +1,79 @@
+"""Topic-entity slots: write a question's topic entities as ``[E0]``, ``[E1]``... and back.
+
+A generator that writes entity labels must learn to copy them from its input; a small model
+trained from scratch learns the logical-form structure long before it learns to copy names it
+has rarely seen (measured on the synthetic world: after 1,000 steps the tiny T5 got the
+entity-agnostic structure right for 21 of 150 dev questions but copied the topic entity for 1).
+With slots, the inputs name the topic entities by position and the target says ``[E0]`` where
+the normalised S-expression says ``[ label ]``; after generation :func:`unmask_lf` puts the
+labels back, so denormalisation and execution see ordinary normalised S-expressions.
+
+The slots use only what inference already has: the example's ``topic_entities`` (given by the
+dataset or by entity linking), which denormalisation uses as its label map anyway. Slot ``k``
+is the ``k``-th topic entity in the example's order; at most :data:`MAX_SLOTS`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from kbqa_lit.data.schema import KBQAExample
+
+MAX_SLOTS = 8
+#: The slot tokens, added to every tokenizer as ordinary (not special) tokens so decoding keeps them.
+SLOT_TOKENS: tuple[str, ...] = tuple(f"[E{k}]" for k in range(MAX_SLOTS))
+_SLOT = re.compile(r"\[E([0-9])\]")
+
+
+def topic_slots(ex: KBQAExample) -> list[tuple[str, str]]:
+    """``(slot token, label)`` for the example's labelled topic entities, in order (at most 8)."""
+    out: list[tuple[str, str]] = []
+    for label in ex.topic_entities.values():
+        label = " ".join(str(label).split())
+        if label and len(out) < MAX_SLOTS:
+            out.append((SLOT_TOKENS[len(out)], label))
+    return out
+
+
+def _longest_first(slots: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    return sorted(slots, key=lambda s: -len(s[1]))
+
+
+def mask_text(text: str, slots: Sequence[tuple[str, str]]) -> str:
+    """Replace each label's occurrences in free text (case-insensitive, whole words) by its slot.
+
+    MetaQA-style brackets around a mention (``[Temuera Morrison]``) are replaced with it.
+    """
+    for token, label in _longest_first(slots):
+        words = r"\s+".join(re.escape(w) for w in label.split())
+        pattern = rf"\[\s*{words}\s*\]|(?<!\w){words}(?!\w)"
+        text = re.sub(pattern, token, text, flags=re.IGNORECASE)
+    return text
+
+
+def mask_lf(normalized: str, slots: Sequence[tuple[str, str]]) -> str:
+    """Replace each ``[ label ]`` entity span of a normalised S-expression by its slot."""
+    for token, label in _longest_first(slots):
+        normalized = normalized.replace(f"[ {label} ]", token)
+    return normalized
+
+
+def unmask_lf(text: str, ex: KBQAExample) -> str:
+    """Put the example's topic-entity labels back where a generated S-expression has slots.
+
+    A slot the example has no topic entity for is left as it is (the beam then fails to
+    denormalise, as any unknown label does).
+    """
+    labels = dict(topic_slots(ex))
+    if not labels or "[E" not in text:
+        return text
+
+    def put(m: re.Match[str]) -> str:
+        label = labels.get(m.group(0))
+        return f" [ {label} ] " if label else m.group(0)
+
+    return " ".join(_SLOT.sub(put, text).split())
+
+
+__all__ = ["MAX_SLOTS", "SLOT_TOKENS", "mask_lf", "mask_text", "topic_slots", "unmask_lf"]
