@@ -30,6 +30,7 @@ TOOL_MODULES = (
     "lora_tool",
     "decompose_tool",
     "retrieve_tool",
+    "pipeline_tool",
     "compare_tool",
 )
 
@@ -40,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kbqa",
         description=(
             "kbqa_lit: train and evaluate KBQA systems. Training: kbqa fit|validate|test|predict "
-            "--config FILE.yaml (LightningCLI). Tools: kb, sexpr, data, eval, lora, compare."
+            "--config FILE.yaml (LightningCLI). Tools: kb, sexpr, data, eval, lora, decompose, retrieve, "
+            "pipeline, compare."
         ),
     )
     parser.add_argument("--version", action="version", version=f"kbqa_lit {__version__}")

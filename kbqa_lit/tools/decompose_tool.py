@@ -1,0 +1,87 @@
+"""``kbqa decompose``: CoQ step 1, progressive question decomposition by an LLM.
+
+``kbqa decompose --config CONFIG.yaml --input FILE.jsonl --out FILE.jsonl [--variant
+full|placeholders|none] [--source backend|gold] [--limit N] [--batch-size N] [--cache FILE]
+[--no-progress]`` reads common-schema examples, writes them with ``decomposition`` and
+``meta["decomposition_schema"|"decomposition_status"|"decomposition_error"]`` (see
+:mod:`kbqa_lit.decompose.variants`) and prints one JSON object::
+
+    {"n", "ok", "failed", "gold", "none", "cached", "generated", "resumed", "seconds",
+     "variant", "source", "out"}
+
+The config (``configs/decompose/*.yaml``) names the backend by ``class_path``/``init_args``, the
+prompt's cases, the batch size and the cache file; the flags override it. An interrupted run
+resumes where it stopped when run again (``<out>.partial`` holds the finished rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from kbqa_lit.tools.common import print_json
+
+VARIANTS = ("full", "placeholders", "none")
+SOURCES = ("backend", "gold")
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``decompose`` command to the ``kbqa`` parser."""
+    p = subparsers.add_parser(
+        "decompose",
+        help="decompose questions progressively with an LLM (CoQ step 1)",
+        description=(
+            "Decompose each question of a JSON-lines file into [SUBQ] q1 [ANS] a1 ... with an LLM "
+            "(an OpenAI-compatible server or a local Hugging Face model) or take the gold "
+            "decompositions; writes the examples with the decomposition fields and prints a JSON summary."
+        ),
+    )
+    p.add_argument("--config", required=True, type=Path, help="decomposition YAML (configs/decompose/*.yaml)")
+    p.add_argument("--input", required=True, type=Path, help="common-schema JSON lines")
+    p.add_argument("--out", required=True, type=Path, help="output JSON lines (written atomically)")
+    p.add_argument("--variant", choices=VARIANTS, default=None, help="override the config's variant")
+    p.add_argument("--source", choices=SOURCES, default=None, help="override the config's source")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N examples")
+    p.add_argument("--batch-size", type=int, default=None, metavar="N", help="override the config's batch size")
+    p.add_argument("--cache", default=None, metavar="FILE", help="override the config's cache file")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.set_defaults(func=run_decompose)
+
+
+def run_decompose(args: argparse.Namespace) -> int:
+    """Run ``kbqa decompose`` and print the summary JSON.
+
+    Returns:
+        0 on success (user errors raise :class:`~kbqa_lit.errors.KBQAError`).
+    """
+    from kbqa_lit.decompose.cache import DecompositionCache
+    from kbqa_lit.decompose.config import load_job, parse_config
+    from kbqa_lit.decompose.runner import decompose_file
+
+    overrides = {"variant": args.variant, "source": args.source, "batch_size": args.batch_size, "cache": args.cache}
+    cfg = parse_config(args.config, overrides)
+    needs_backend = cfg.source == "backend" and cfg.variant != "none"
+    job = load_job(args.config, overrides, with_backend=needs_backend)
+    cache = DecompositionCache(job.cache) if job.cache and needs_backend else None
+    try:
+        summary = decompose_file(
+            args.input,
+            args.out,
+            backend=job.backend,
+            prompt=job.prompt,
+            variant=job.variant,
+            source=job.source,
+            batch_size=job.batch_size,
+            cache=cache,
+            limit=args.limit,
+            gold_relations=job.gold_relations,
+            progress=not args.no_progress,
+        )
+    finally:
+        if cache is not None:
+            cache.close()
+        if job.backend is not None:
+            job.backend.close()
+    print_json({**summary.to_dict(), "variant": job.variant, "source": job.source, "out": str(args.out)})
+    return 0
