@@ -1,0 +1,258 @@
+"""Run a multi-stage pipeline of ``kbqa`` commands described in one YAML file.
+
+CoQ is a chain of separately trained parts (decomposition → candidate retrieval → joint
+classifier → patterns → generator → execution-guided answers); each part already has its own
+``kbqa`` command and config. A pipeline file lists those commands in order, so one command runs
+(or resumes) the chain::
+
+    vars:                       # ${name} substitutions; override with --set name=value
+      work: outputs/coq_pipeline
+    steps:
+      - name: world
+        run: data synth --out ${work}/world --seed 0 --size small
+        outputs: [${work}/world/train.jsonl]
+      - name: decompose
+        foreach: {split: [train, dev, test]}        # one command per value, ${split} bound
+        run: decompose --config configs/decompose/synthetic_gold.yaml --source gold
+             --input ${work}/world/${split}.jsonl --out ${work}/decomposed/${split}.jsonl
+        outputs: [${work}/decomposed/${split}.jsonl]
+      - name: generator
+        run: fit --config configs/quickstart.yaml --data.init_args.data_dir ${work}/patterns
+        quick: --trainer.max_steps 2 --trainer.limit_val_batches 1   # appended with --quick
+        outputs: [${work}/generator/checkpoints/last.ckpt]
+
+Semantics:
+
+- ``run`` is a ``kbqa`` command line without the leading ``kbqa`` (a tool such as ``data``,
+  ``kb``, ``decompose``, ``retrieve``, ``eval``, or a LightningCLI subcommand ``fit``, ``test``,
+  ``predict``, ``validate``). Each command runs in its own Python process (``python -m
+  kbqa_lit``), so a step starts from a clean state and its own logging.
+- A step (or one ``foreach`` item) whose ``outputs`` all exist is skipped: re-running the
+  pipeline resumes after the last finished step. ``--force`` re-runs everything, ``--from NAME``
+  starts at a step, ``--only NAME`` runs one.
+- ``quick`` arguments are appended when the pipeline runs with ``--quick`` (a smoke test: a few
+  steps per training, one batch per evaluation).
+- A failing command stops the pipeline with :class:`~kbqa_lit.errors.PipelineError` naming the
+  step and the command; the steps before it stay done.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+from typing import Any
+
+import yaml
+
+from kbqa_lit.errors import KBQAError, UserInputError
+
+LIGHTNING_SUBCOMMANDS = ("fit", "validate", "test", "predict")
+
+
+class PipelineError(KBQAError):
+    """A pipeline step's command failed."""
+
+
+@dataclass
+class Step:
+    """One step of a pipeline file (see the module docstring)."""
+
+    name: str
+    run: str
+    outputs: list[str] = field(default_factory=list)
+    foreach: dict[str, list[str]] = field(default_factory=dict)
+    quick: str = ""
+
+
+@dataclass
+class Command:
+    """One concrete command of a step: ``argv`` (after ``kbqa``) and the outputs it makes."""
+
+    step: str
+    argv: list[str]
+    outputs: list[Path]
+    binding: dict[str, str] = field(default_factory=dict)
+
+    def done(self) -> bool:
+        """Whether every output exists (a step without outputs always runs)."""
+        return bool(self.outputs) and all(p.exists() for p in self.outputs)
+
+
+@dataclass
+class Pipeline:
+    """A parsed pipeline file: its variables and steps."""
+
+    path: Path
+    vars: dict[str, str]
+    steps: list[Step]
+
+    def commands(self, *, quick: bool = False) -> list[Command]:
+        """Every command in order, with variables and ``foreach`` bindings substituted.
+
+        Raises:
+            UserInputError: For an unknown ``${name}``.
+        """
+        out: list[Command] = []
+        for step in self.steps:
+            keys = list(step.foreach)
+            for values in itertools.product(*(step.foreach[k] for k in keys)) if keys else [()]:
+                binding = dict(zip(keys, values, strict=True))
+                scope = {**self.vars, **binding}
+                text = step.run + (" " + step.quick if quick and step.quick else "")
+                argv = [_substitute(a, scope, self.path, step.name) for a in shlex.split(text)]
+                outputs = [Path(_substitute(o, scope, self.path, step.name)) for o in step.outputs]
+                out.append(Command(step.name, argv, outputs, binding))
+        return out
+
+
+def _substitute(text: str, scope: Mapping[str, str], path: Path, step: str) -> str:
+    try:
+        return Template(text).substitute(scope)
+    except KeyError as exc:
+        raise UserInputError(f"{path}: step {step!r} uses ${{{exc.args[0]}}}, which is not defined in vars") from None
+    except ValueError as exc:
+        raise UserInputError(f"{path}: step {step!r}: bad ${{...}} in {text!r}: {exc}") from None
+
+
+def _as_list(value: Any, where: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str | int | float):
+        return [str(value)]
+    if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
+        return [str(v) for v in value]
+    raise UserInputError(f"{where} must be a string or a list of strings")
+
+
+def _parse_step(raw: Any, index: int, path: Path) -> Step:
+    where = f"{path}: steps[{index}]"
+    if not isinstance(raw, Mapping):
+        raise UserInputError(f"{where} must be a mapping with 'name' and 'run'")
+    unknown = set(raw) - {"name", "run", "outputs", "foreach", "quick"}
+    if unknown:
+        raise UserInputError(f"{where}: unknown keys {sorted(unknown)}")
+    name, run = raw.get("name"), raw.get("run")
+    if not isinstance(name, str) or not name.strip():
+        raise UserInputError(f"{where}: 'name' must be a non-empty string")
+    if not isinstance(run, str) or not run.strip():
+        raise UserInputError(f"{where} ({name}): 'run' must be a kbqa command line")
+    foreach = raw.get("foreach") or {}
+    if not isinstance(foreach, Mapping):
+        raise UserInputError(f"{where} ({name}): 'foreach' must map a variable to a list of values")
+    quick = raw.get("quick") or ""
+    if not isinstance(quick, str):
+        raise UserInputError(f"{where} ({name}): 'quick' must be a string of extra arguments")
+    return Step(
+        name=name,
+        run=" ".join(run.split()),
+        outputs=_as_list(raw.get("outputs"), f"{where} ({name}) outputs"),
+        foreach={str(k): _as_list(v, f"{where} ({name}) foreach.{k}") for k, v in foreach.items()},
+        quick=" ".join(quick.split()),
+    )
+
+
+def load_pipeline(path: str | Path, overrides: Mapping[str, str] | None = None) -> Pipeline:
+    """Read a pipeline file.
+
+    Args:
+        path: The YAML file.
+        overrides: ``vars`` values that replace the file's (``--set name=value``).
+
+    Raises:
+        UserInputError: For a missing file or a malformed pipeline (naming the step).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UserInputError(f"no such pipeline file: {path}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise UserInputError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, Mapping) or not isinstance(data.get("steps"), list) or not data["steps"]:
+        raise UserInputError(f"{path}: expected a mapping with a non-empty 'steps' list")
+    variables = data.get("vars") or {}
+    if not isinstance(variables, Mapping):
+        raise UserInputError(f"{path}: 'vars' must be a mapping")
+    scope = {str(k): str(v) for k, v in variables.items()}
+    for key, value in (overrides or {}).items():
+        if key not in scope:
+            raise UserInputError(f"{path}: --set {key}=...: no such variable (known: {', '.join(sorted(scope))})")
+        scope[key] = value
+    steps = [_parse_step(raw, i, path) for i, raw in enumerate(data["steps"])]
+    names = [s.name for s in steps]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise UserInputError(f"{path}: duplicate step names {dupes}")
+    return Pipeline(path, scope, steps)
+
+
+def select_commands(
+    commands: Sequence[Command], names: Sequence[str], *, start: str | None = None, only: str | None = None
+) -> list[Command]:
+    """The commands from step ``start`` on, or of step ``only``; all by default.
+
+    Raises:
+        UserInputError: For an unknown step name.
+    """
+    for name in (start, only):
+        if name is not None and name not in names:
+            raise UserInputError(f"no step named {name!r} (steps: {', '.join(names)})")
+    if only is not None:
+        return [c for c in commands if c.step == only]
+    if start is not None:
+        first = names.index(start)
+        return [c for c in commands if names.index(c.step) >= first]
+    return list(commands)
+
+
+def run_commands(
+    commands: Sequence[Command], *, force: bool = False, env: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Run the commands in order, skipping finished ones unless ``force``.
+
+    Returns:
+        One record per command: ``step``, ``binding``, ``status`` (``ran``/``skipped``), ``seconds``.
+
+    Raises:
+        PipelineError: When a command exits with a non-zero status.
+    """
+    records: list[dict[str, Any]] = []
+    child_env = {**os.environ, **(env or {})}
+    for cmd in commands:
+        record: dict[str, Any] = {"step": cmd.step, "binding": cmd.binding, "status": "skipped", "seconds": 0.0}
+        if not force and cmd.done():
+            records.append(record)
+            continue
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "kbqa_lit", *cmd.argv], env=child_env, check=False)
+        record.update(status="ran", seconds=round(time.perf_counter() - start, 2))
+        if proc.returncode != 0:
+            raise PipelineError(
+                f"step {cmd.step!r} failed (exit {proc.returncode}): kbqa {shlex.join(cmd.argv)}; "
+                "fix the cause and re-run: finished steps are skipped"
+            )
+        missing = [str(p) for p in cmd.outputs if not p.exists()]
+        if missing:
+            raise PipelineError(f"step {cmd.step!r} finished but did not write {', '.join(missing)}")
+        records.append(record)
+    return records
+
+
+__all__ = [
+    "Command",
+    "LIGHTNING_SUBCOMMANDS",
+    "Pipeline",
+    "PipelineError",
+    "Step",
+    "load_pipeline",
+    "run_commands",
+    "select_commands",
+]
