@@ -71,6 +71,13 @@ def register(subparsers: Any) -> None:
         help="train dev [test] (default 0.8 0.1 0.1)",
     )
     split.add_argument("--seed", type=int, default=0, help="seed of the assignment (default 0)")
+    split.add_argument(
+        "--max-per-split",
+        type=int,
+        default=None,
+        metavar="N",
+        help="keep at most N examples per split (a hash-drawn sample, not the first N); default all",
+    )
     split.set_defaults(func=run_split)
 
 
@@ -80,7 +87,7 @@ def run_split(args: argparse.Namespace) -> int:
 
     if not args.input.is_file():
         raise UserInputError(f"no such file: {args.input}")
-    counts = split_file(args.input, args.out, args.fractions, args.seed)
+    counts = split_file(args.input, args.out, args.fractions, args.seed, args.max_per_split)
     print_json({"input": str(args.input), "out": str(args.out), "seed": args.seed, "examples": counts})
     return 0
 

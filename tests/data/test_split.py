@@ -61,3 +61,23 @@ def test_split_tool(tmp_path, capsys):
     assert len(list(read_jsonl(tmp_path / "s" / "train.jsonl"))) == out["examples"]["train"]
     assert main(["data", "split", "--input", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path)]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_max_per_split_is_a_hash_sample_in_file_order():
+    exs = _examples(300)
+    full = split_examples(exs, [0.5, 0.25, 0.25], seed=3)
+    capped = split_examples(exs, [0.5, 0.25, 0.25], seed=3, max_per_split=20)
+    for name in ("train", "dev", "test"):
+        assert len(capped[name]) == 20
+        assert {e.qid for e in capped[name]} <= {e.qid for e in full[name]}  # same assignment
+        order = [exs.index(e) for e in capped[name]]
+        assert order == sorted(order)  # file order kept
+    # a sample, not the first 20 of the file
+    assert [e.qid for e in capped["train"]] != [e.qid for e in full["train"][:20]]
+    assert split_examples(exs, [0.5, 0.5], max_per_split=1000)["train"] == full_two(exs)
+    with pytest.raises(UserInputError, match="max_per_split"):
+        split_examples(exs, [0.5, 0.5], max_per_split=-1)
+
+
+def full_two(exs):
+    return split_examples(exs, [0.5, 0.5])["train"]
