@@ -60,7 +60,8 @@ PAD, EOS, UNK = "<pad>", "</s>", "<unk>"
 _TOKENIZER_FORMAT = 1  # bump when the trained tokenizer's recipe changes (invalidates caches)
 
 
-def _is_local_dir(name_or_path: str | os.PathLike[str]) -> bool:
+def is_local_dir(name_or_path: str | os.PathLike[str]) -> bool:
+    """Whether ``name_or_path`` is an existing local folder (else a hub name: loaded with network)."""
     return Path(name_or_path).expanduser().is_dir()
 
 
@@ -171,7 +172,7 @@ def _load_or_train_tokenizer(
     special: tuple[str, ...],
 ) -> PreTrainedTokenizerBase:
     if name_or_path is not None:
-        local = _is_local_dir(name_or_path)
+        local = is_local_dir(name_or_path)
         path = str(Path(name_or_path).expanduser()) if local else str(name_or_path)
         tok = AutoTokenizer.from_pretrained(path, local_files_only=local)
         add_special_tokens(tok, special)
@@ -254,7 +255,7 @@ def build_seq2seq(
     """
     overrides = dict(config or {})
     if name_or_path is not None:
-        local = _is_local_dir(name_or_path)
+        local = is_local_dir(name_or_path)
         path = str(Path(name_or_path).expanduser()) if local else str(name_or_path)
         model = T5ForConditionalGeneration.from_pretrained(path, local_files_only=local, **overrides)
     else:

@@ -44,7 +44,7 @@ from transformers import (
 )
 
 from kbqa_lit.datamodules.schema_inputs import ENT_TASK, REL_TASK, entity_item_relations, entity_text, relation_text
-from kbqa_lit.modules.backbones import _is_local_dir, build_tokenizer, tiny_t5_config
+from kbqa_lit.modules.backbones import build_tokenizer, is_local_dir, tiny_t5_config
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def build_encoder(
     """A T5 encoder from a hub name/folder (``from_pretrained``) or a tiny config; embeddings sized to the tokenizer."""
     overrides = dict(config or {})
     if name_or_path is not None:
-        local = _is_local_dir(name_or_path)
+        local = is_local_dir(name_or_path)
         path = str(Path(name_or_path).expanduser()) if local else str(name_or_path)
         model = T5EncoderModel.from_pretrained(path, local_files_only=local, **overrides)
     else:
