@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from kbqa_lit.data.schema import KBQAExample, read_jsonl
+from kbqa_lit.data.synthetic import build_world
+
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
@@ -42,3 +45,17 @@ def load_gold_sexprs() -> list[tuple[str, str, dict[str, str]]]:
 def gold_sexprs() -> list[tuple[str, str, dict[str, str]]]:
     """Session-wide list of (source, gold S-expression, labels)."""
     return load_gold_sexprs()
+
+
+@pytest.fixture(scope="session")
+def world_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small synthetic world (seed 0), built once per session (decomposition tests)."""
+    out = tmp_path_factory.mktemp("decompose_world")
+    build_world(out, seed=0, size="small")
+    return out
+
+
+@pytest.fixture(scope="session")
+def world_test(world_dir: Path) -> list[KBQAExample]:
+    """The synthetic world's test examples."""
+    return list(read_jsonl(world_dir / "test.jsonl"))
