@@ -14,7 +14,8 @@ QUICKSTART = CONFIGS / "quickstart.yaml"
 CLI_KEYS = {"seed_everything", "model", "data", "trainer", "optimizer", "lr_scheduler", "ckpt_path"}
 #: YAMLs that are not LightningCLI configs, each parsed by the test of the tool that reads it:
 #: W&B sweeps (tests/cli/test_sweeps.py), the TFS fallback pipeline (tests/pipelines/test_tfs_fallback.py),
-#: decomposition jobs (tests/decompose/test_decompose_configs.py) and CoQ pipeline files (tests/pipelines/test_runner.py).
+#: decomposition jobs (tests/decompose/test_decompose_configs.py) and CoQ pipeline files
+#: (tests/pipelines/test_runner.py).
 OTHER_YAMLS = {
     "tfs/pipeline.yaml",
     "decompose/openai.yaml",
