@@ -24,43 +24,30 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kbqa_lit.data.schema import KBQAExample
+from kbqa_lit.data.schema_texts import (  # noqa: F401 (re-exported: the datamodule's item texts)
+    ENT_PREFIX,
+    ENT_REL_SEP,
+    ENT_TASK,
+    PART_SEP,
+    REL_PREFIX,
+    REL_TASK,
+    entity_item_relations,
+    entity_text,
+    relation_text,
+)
 from kbqa_lit.errors import SExprError, StoreError, UserInputError
 from kbqa_lit.kb.iri import ALIAS_RELATION, NAME_RELATION, TYPE_RELATION, iri, is_entity_id, local_id
-from kbqa_lit.kb.normalize import schema_to_words
 from kbqa_lit.kb.sexpr import schema_items
 
-REL_PREFIX = "Relation Classification: "
-ENT_PREFIX = "Entity Classification: "
-PART_SEP = " ; "
-ENT_REL_SEP = " | "
-#: Task ids of the ``task`` tensor of a batch.
-REL_TASK, ENT_TASK = 0, 1
 #: Relations that are bookkeeping, not schema: never candidates.
 NON_SCHEMA_RELATIONS = frozenset({NAME_RELATION, TYPE_RELATION, ALIAS_RELATION})
 _KEY_SEP = "\t"
-
-
-def _clean(text: str) -> str:
-    return " ".join(text.split())
-
-
-def relation_text(question: str, decomposition: str | None, relation: str) -> str:
-    """``Relation Classification: q ; D ; relation words`` (``D`` left out when empty)."""
-    parts = [question, decomposition or "", schema_to_words(relation)]
-    return _clean(REL_PREFIX + PART_SEP.join(p.strip() for p in parts if p and p.strip()))
-
-
-def entity_text(question: str, decomposition: str | None, label: str, relations: Sequence[str] = ()) -> str:
-    """``Entity Classification: q ; D ; label | r1 words | r2 words`` (``D`` left out when empty)."""
-    entity = ENT_REL_SEP.join([label.strip() or "?", *(schema_to_words(r) for r in relations)])
-    parts = [question, decomposition or "", entity]
-    return _clean(ENT_PREFIX + PART_SEP.join(p.strip() for p in parts if p and p.strip()))
 
 
 def gold_relations(ex: KBQAExample) -> list[str]:
@@ -92,12 +79,6 @@ def refined_relations_of(ex: KBQAExample) -> list[str]:
         rel = item[0] if isinstance(item, list | tuple) else item
         out.append(str(rel))
     return out
-
-
-def entity_item_relations(one_hop: Iterable[str], refined: Sequence[str], limit: int) -> list[str]:
-    """The entity's 1-hop relations that are among ``refined``, in ``refined`` order, at most ``limit``."""
-    have = set(one_hop)
-    return [r for r in dict.fromkeys(refined) if r in have][:limit]
 
 
 @dataclass

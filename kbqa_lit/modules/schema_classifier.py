@@ -43,7 +43,7 @@ from transformers import (
     get_linear_schedule_with_warmup,
 )
 
-from kbqa_lit.datamodules.schema_inputs import ENT_TASK, REL_TASK, entity_item_relations, entity_text, relation_text
+from kbqa_lit.data.schema_texts import ENT_TASK, REL_TASK, entity_item_relations, entity_text, relation_text
 from kbqa_lit.modules.backbones import build_tokenizer, is_local_dir, tiny_t5_config
 
 log = logging.getLogger(__name__)

@@ -27,8 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 from kbqa_lit.data.schema import KBQAExample
+from kbqa_lit.data.schema_texts import entity_item_relations
 from kbqa_lit.datamodules.coq_inputs import gold_patterns
-from kbqa_lit.datamodules.schema_inputs import entity_item_relations
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.iri import iri, is_entity_id, local_id
 
