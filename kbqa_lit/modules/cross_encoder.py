@@ -23,9 +23,7 @@ Inference without a Trainer: :meth:`CrossEncoderRetriever.score` and
 from __future__ import annotations
 
 import logging
-import math
 import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,12 +39,11 @@ from transformers import (
     BertConfig,
     PreTrainedTokenizerBase,
     PreTrainedTokenizerFast,
-    get_constant_schedule_with_warmup,
-    get_linear_schedule_with_warmup,
 )
 
 from kbqa_lit.kb.normalize import schema_to_words
 from kbqa_lit.modules.backbones import save_tokenizer_atomically, texts_fingerprint
+from kbqa_lit.modules.training_setup import tokenizer_files, tokenizer_from_files, warmup_schedule
 
 log = logging.getLogger(__name__)
 
@@ -347,16 +344,12 @@ class CrossEncoderRetriever(LightningModule):
             {"params": no_decay, "weight_decay": 0.0},
         ]
         optimizer = torch.optim.AdamW(groups, lr=self.hparams.learning_rate)
-        total = self.trainer.estimated_stepping_batches
-        finite = total is not None and math.isfinite(total)
-        warmup = int(self.hparams.warmup_steps) or (
-            int(self.hparams.warmup_ratio * total) if finite and self.hparams.warmup_ratio > 0 else 0
+        return warmup_schedule(
+            optimizer,
+            self.trainer.estimated_stepping_batches,
+            warmup_steps=self.hparams.warmup_steps,
+            warmup_ratio=self.hparams.warmup_ratio,
         )
-        if finite:
-            scheduler = get_linear_schedule_with_warmup(optimizer, warmup, max(int(total), warmup + 1))
-        else:
-            scheduler = get_constant_schedule_with_warmup(optimizer, warmup)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     # ------------------------------------------------------------------ persistence
 
@@ -364,18 +357,13 @@ class CrossEncoderRetriever(LightningModule):
         """Store the encoder's config and the tokenizer's files in the checkpoint."""
         checkpoint["encoder_config"] = self.encoder.config.to_dict()
         if self.tokenizer is not None:
-            with tempfile.TemporaryDirectory() as tmp:
-                self.tokenizer.save_pretrained(tmp)
-                checkpoint["tokenizer_files"] = {p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()}
+            checkpoint["tokenizer_files"] = tokenizer_files(self.tokenizer)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Restore the tokenizer (unless one was given) and rebuild the encoder when its shape differs."""
         files = checkpoint.get("tokenizer_files")
         if files and self.tokenizer is None:
-            with tempfile.TemporaryDirectory() as tmp:
-                for name, data in files.items():
-                    (Path(tmp) / name).write_bytes(data)
-                self.tokenizer = AutoTokenizer.from_pretrained(tmp, local_files_only=True)
+            self.tokenizer = tokenizer_from_files(files)
         stored = checkpoint.get("encoder_config")
         if stored:
             current = self.encoder.config.to_dict()

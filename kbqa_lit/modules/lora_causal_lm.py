@@ -25,7 +25,6 @@ import inspect
 import json
 import logging
 import math
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -36,15 +35,13 @@ from lightning.pytorch import LightningModule
 from peft import LoraConfig, PeftModel, get_peft_model
 from torch.nn.modules.module import _IncompatibleKeys
 from transformers import (
-    AutoTokenizer,
     PreTrainedModel,
     PreTrainedTokenizerBase,
-    get_constant_schedule_with_warmup,
-    get_linear_schedule_with_warmup,
 )
 
 from kbqa_lit.datamodules.prompts import TASKS
 from kbqa_lit.modules.causal_backbones import build_causal_lm, build_causal_tokenizer
+from kbqa_lit.modules.training_setup import tokenizer_files, tokenizer_from_files, warmup_schedule
 
 log = logging.getLogger(__name__)
 
@@ -354,16 +351,13 @@ class LoraCausalLM(LightningModule):
         """AdamW over the adapter weights + warm-up, then linear decay (or constant)."""
         params = [p for p in self.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(params, lr=self.hparams.learning_rate, weight_decay=self.hparams.weight_decay)
-        total = self.trainer.estimated_stepping_batches
-        finite = total is not None and math.isfinite(total)
-        warmup = int(self.hparams.warmup_steps) or (
-            int(self.hparams.warmup_ratio * total) if finite and self.hparams.warmup_ratio > 0 else 0
+        return warmup_schedule(
+            optimizer,
+            self.trainer.estimated_stepping_batches,
+            warmup_steps=self.hparams.warmup_steps,
+            warmup_ratio=self.hparams.warmup_ratio,
+            linear=self.hparams.scheduler == "linear",
         )
-        if finite and self.hparams.scheduler == "linear":
-            scheduler = get_linear_schedule_with_warmup(optimizer, warmup, max(int(total), warmup + 1))
-        else:
-            scheduler = get_constant_schedule_with_warmup(optimizer, warmup)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -377,18 +371,13 @@ class LoraCausalLM(LightningModule):
         if self.built_base:
             checkpoint["base_checksum"] = self.base_checksum()
         if self.tokenizer is not None:
-            with tempfile.TemporaryDirectory() as tmp:
-                self.tokenizer.save_pretrained(tmp)
-                checkpoint["tokenizer_files"] = {p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()}
+            checkpoint["tokenizer_files"] = tokenizer_files(self.tokenizer)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Restore the tokenizer, rebuild a built base of another size, and check the adapter keys."""
         files = checkpoint.get("tokenizer_files")
         if self.tokenizer is None and files:
-            with tempfile.TemporaryDirectory() as tmp:
-                for name, data in files.items():
-                    (Path(tmp) / name).write_bytes(data)
-                self.tokenizer = AutoTokenizer.from_pretrained(tmp, local_files_only=True)
+            self.tokenizer = tokenizer_from_files(files)
         stored = checkpoint.get("model_config") or {}
         current = self.model.get_base_model().config
         if self.built_base and stored.get("vocab_size") not in (None, current.vocab_size):

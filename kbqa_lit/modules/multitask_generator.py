@@ -21,8 +21,6 @@ working ``.tokenizer`` without the data. :meth:`save_pretrained` exports a Huggi
 from __future__ import annotations
 
 import logging
-import math
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +29,13 @@ from lightning.pytorch import LightningModule
 from lightning.pytorch.utilities import rank_zero_warn
 from torch import nn
 from transformers import (
-    AutoTokenizer,
     PreTrainedTokenizerBase,
     T5Config,
     T5ForConditionalGeneration,
-    get_constant_schedule_with_warmup,
-    get_linear_schedule_with_warmup,
 )
 
 from kbqa_lit.modules.backbones import build_seq2seq, build_tokenizer, wire_generation_ids
+from kbqa_lit.modules.training_setup import tokenizer_files, tokenizer_from_files, warmup_schedule
 
 log = logging.getLogger(__name__)
 
@@ -264,16 +260,12 @@ class MultitaskGenerator(LightningModule):
     def configure_optimizers(self) -> dict[str, Any]:
         """AdamW + linear warm-up then linear decay to 0 over the estimated optimiser steps."""
         optimizer = torch.optim.AdamW(self.param_groups(), lr=self.hparams.learning_rate)
-        total = self.trainer.estimated_stepping_batches
-        finite = total is not None and math.isfinite(total)
-        warmup = int(self.hparams.warmup_steps) or (
-            int(self.hparams.warmup_ratio * total) if finite and self.hparams.warmup_ratio > 0 else 0
+        return warmup_schedule(
+            optimizer,
+            self.trainer.estimated_stepping_batches,
+            warmup_steps=self.hparams.warmup_steps,
+            warmup_ratio=self.hparams.warmup_ratio,
         )
-        if finite:
-            scheduler = get_linear_schedule_with_warmup(optimizer, warmup, max(int(total), warmup + 1))
-        else:
-            scheduler = get_constant_schedule_with_warmup(optimizer, warmup)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     # ------------------------------------------------------------------ persistence
 
@@ -281,18 +273,13 @@ class MultitaskGenerator(LightningModule):
         """Store the network's config and the tokenizer's files in the checkpoint."""
         checkpoint["model_config"] = self.model.config.to_dict()
         if self.tokenizer is not None:
-            with tempfile.TemporaryDirectory() as tmp:
-                self.tokenizer.save_pretrained(tmp)
-                checkpoint["tokenizer_files"] = {p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()}
+            checkpoint["tokenizer_files"] = tokenizer_files(self.tokenizer)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Restore the tokenizer (unless one was given) and rebuild the network if its shape differs."""
         files = checkpoint.get("tokenizer_files")
         if files:
-            with tempfile.TemporaryDirectory() as tmp:
-                for name, data in files.items():
-                    (Path(tmp) / name).write_bytes(data)
-                stored_tok = AutoTokenizer.from_pretrained(tmp, local_files_only=True)
+            stored_tok = tokenizer_from_files(files)
             if self.tokenizer is None:
                 self.tokenizer = stored_tok
             elif self.tokenizer.get_vocab() != stored_tok.get_vocab():

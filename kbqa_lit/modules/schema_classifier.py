@@ -23,8 +23,6 @@ the encoder config travel inside every checkpoint (as for the generator).
 from __future__ import annotations
 
 import logging
-import math
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -35,16 +33,14 @@ from torch import nn
 from torchmetrics import MetricCollection
 from torchmetrics.classification import BinaryF1Score, BinaryPrecision, BinaryRecall
 from transformers import (
-    AutoTokenizer,
     PreTrainedTokenizerBase,
     T5Config,
     T5EncoderModel,
-    get_constant_schedule_with_warmup,
-    get_linear_schedule_with_warmup,
 )
 
 from kbqa_lit.data.schema_texts import ENT_TASK, REL_TASK, entity_item_relations, entity_text, relation_text
 from kbqa_lit.modules.backbones import build_tokenizer, is_local_dir, tiny_t5_config
+from kbqa_lit.modules.training_setup import tokenizer_files, tokenizer_from_files, warmup_schedule
 
 log = logging.getLogger(__name__)
 
@@ -313,14 +309,9 @@ class SchemaClassifier(LightningModule):
             ],
             lr=self.hparams.learning_rate,
         )
-        total = self.trainer.estimated_stepping_batches
-        finite = total is not None and math.isfinite(total)
-        warmup = int(self.hparams.warmup_ratio * total) if finite else 0
-        if finite:
-            scheduler = get_linear_schedule_with_warmup(optimizer, warmup, max(int(total), warmup + 1))
-        else:
-            scheduler = get_constant_schedule_with_warmup(optimizer, warmup)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+        return warmup_schedule(
+            optimizer, self.trainer.estimated_stepping_batches, warmup_ratio=self.hparams.warmup_ratio
+        )
 
     # ------------------------------------------------------------------ persistence
 
@@ -328,18 +319,13 @@ class SchemaClassifier(LightningModule):
         """Store the encoder config and the tokenizer's files in the checkpoint."""
         checkpoint["encoder_config"] = self.encoders[0].config.to_dict()
         if self.tokenizer is not None:
-            with tempfile.TemporaryDirectory() as tmp:
-                self.tokenizer.save_pretrained(tmp)
-                checkpoint["tokenizer_files"] = {p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()}
+            checkpoint["tokenizer_files"] = tokenizer_files(self.tokenizer)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Restore the tokenizer (unless one was given) and rebuild the encoders if their shape differs."""
         files = checkpoint.get("tokenizer_files")
         if files and self.tokenizer is None:
-            with tempfile.TemporaryDirectory() as tmp:
-                for name, data in files.items():
-                    (Path(tmp) / name).write_bytes(data)
-                self.tokenizer = AutoTokenizer.from_pretrained(tmp, local_files_only=True)
+            self.tokenizer = tokenizer_from_files(files)
         stored = checkpoint.get("encoder_config")
         if stored:
             current = self.encoders[0].config.to_dict()
