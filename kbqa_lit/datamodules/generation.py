@@ -35,7 +35,6 @@ from torch.utils.data import DataLoader, Sampler
 from transformers import PreTrainedTokenizerBase
 
 from kbqa_lit.data.entity_slots import SLOT_TOKENS
-from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.datamodules.collate import Seq2SeqCollator
 from kbqa_lit.datamodules.coq_inputs import (
     ANSWER_PREFIX,
@@ -121,15 +120,8 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
         super().__init__()
         if patterns not in PATTERN_MODES:
             raise UserInputError(f"patterns must be one of {', '.join(PATTERN_MODES)}, got {patterns!r}")
-        if data_dir is None and train_file is None and val_file is None and test_file is None:
-            if predict_file is None:
-                raise UserInputError("GenerationDataModule needs data_dir or at least one split file")
-        if synthetic_seed is not None and data_dir is None:
-            raise UserInputError("synthetic_seed needs data_dir (where the world is built)")
+        self._init_split_files(data_dir, train_file, val_file, test_file, predict_file, synthetic_seed)
         self.save_hyperparameters()
-        self.data_dir = Path(data_dir).expanduser() if data_dir else None
-        self._files = {"train": train_file, "val": val_file, "test": test_file, "predict": predict_file}
-        self._examples: dict[str, list[KBQAExample]] = {}
         self._datasets: dict[str, TokenizedSplit] = {}
         #: How many splits this instance tokenised (0 when everything came from the cache).
         self.encode_count = 0

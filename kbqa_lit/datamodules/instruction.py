@@ -25,14 +25,12 @@ rank); training batches are shuffled and sharded by Lightning's distributed samp
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
 from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader
 from transformers import PreTrainedTokenizerBase
 
-from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.datamodules.instruction_batches import InstructionCollator, InstructionEncoder, pad_id
 from kbqa_lit.datamodules.prompts import TASKS, check_tasks, task_input, task_target
 from kbqa_lit.datamodules.samplers import UnrepeatedDistributedSampler
@@ -99,19 +97,13 @@ class InstructionDataModule(SplitFilesMixin, LightningDataModule):
         num_workers: int = 0,
     ) -> None:
         super().__init__()
-        if data_dir is None and not any((train_file, val_file, test_file, predict_file)):
-            raise UserInputError("InstructionDataModule needs data_dir or at least one split file")
-        if synthetic_seed is not None and data_dir is None:
-            raise UserInputError("synthetic_seed needs data_dir (where the world is built)")
+        self._init_split_files(data_dir, train_file, val_file, test_file, predict_file, synthetic_seed)
         try:
             self.tasks: tuple[str, ...] = check_tasks(tasks)
             InstructionEncoder(None, template, instructions, system_prompt, max_length, max_response_length)
         except ValueError as exc:
             raise UserInputError(str(exc)) from None
         self.save_hyperparameters()
-        self.data_dir = Path(data_dir).expanduser() if data_dir else None
-        self._files = {"train": train_file, "val": val_file, "test": test_file, "predict": predict_file}
-        self._examples: dict[str, list[KBQAExample]] = {}
         self._rows: dict[str, list[dict[str, Any]]] = {}
         self.tokenizer: PreTrainedTokenizerBase = self._build_tokenizer()
         self.encoder = InstructionEncoder(

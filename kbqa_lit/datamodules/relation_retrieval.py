@@ -26,7 +26,6 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 import torch
@@ -138,16 +137,10 @@ class RelationRetrievalDataModule(SplitFilesMixin, LightningDataModule):
         seed: int = 0,
     ) -> None:
         super().__init__()
-        if data_dir is None and train_file is None and val_file is None and test_file is None:
-            raise UserInputError("RelationRetrievalDataModule needs data_dir or at least one split file")
-        if synthetic_seed is not None and data_dir is None:
-            raise UserInputError("synthetic_seed needs data_dir (where the world is built)")
+        self._init_split_files(data_dir, train_file, val_file, test_file, None, synthetic_seed)
         if num_negatives < 1 or not 0.0 <= hard_negative_ratio <= 1.0:
             raise UserInputError("num_negatives must be >= 1 and hard_negative_ratio within [0, 1]")
         self.save_hyperparameters()
-        self.data_dir = Path(data_dir).expanduser() if data_dir else None
-        self._files = {"train": train_file, "val": val_file, "test": test_file, "predict": None}
-        self._examples: dict[str, list[KBQAExample]] = {}
         self._rows: dict[str, list[dict[str, Any]]] = {}
         self.inventory = self._load_inventory()
         self.bm25 = BM25RelationRanker(self.inventory, top_n=eval_candidates)

@@ -162,14 +162,8 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
             raise UserInputError(f"candidates must be one of {', '.join(CANDIDATE_MODES)}, got {candidates!r}")
         if num_candidates < 1:
             raise UserInputError(f"num_candidates must be >= 1, got {num_candidates}")
-        if data_dir is None and not any((train_file, val_file, test_file, predict_file)):
-            raise UserInputError("SchemaDataModule needs data_dir or at least one split file")
-        if synthetic_seed is not None and data_dir is None:
-            raise UserInputError("synthetic_seed needs data_dir (where the world is built)")
+        self._init_split_files(data_dir, train_file, val_file, test_file, predict_file, synthetic_seed)
         self.save_hyperparameters()
-        self.data_dir = Path(data_dir).expanduser() if data_dir else None
-        self._files = {"train": train_file, "val": val_file, "test": test_file, "predict": predict_file}
-        self._examples: dict[str, list[KBQAExample]] = {}
         self._items: dict[str, list[dict[str, Any]]] = {}
         self._candidates: dict[tuple[str, int], Candidates] = {}
         self._kb: SchemaKB | None = None

@@ -31,6 +31,30 @@ class SplitFilesMixin:
     _examples: dict[str, list[KBQAExample]]
     hparams: Any
 
+    def _init_split_files(
+        self,
+        data_dir: str | None,
+        train_file: str | None,
+        val_file: str | None,
+        test_file: str | None,
+        predict_file: str | None,
+        synthetic_seed: int | None,
+    ) -> None:
+        """Check and keep the constructor's file arguments (call from ``__init__``).
+
+        Raises:
+            UserInputError: Without ``data_dir`` and without any split file, or for
+                ``synthetic_seed`` without ``data_dir``.
+        """
+        files = {"train": train_file, "val": val_file, "test": test_file, "predict": predict_file}
+        if data_dir is None and all(f is None for f in files.values()):
+            raise UserInputError(f"{type(self).__name__} needs data_dir or at least one split file")
+        if synthetic_seed is not None and data_dir is None:
+            raise UserInputError("synthetic_seed needs data_dir (where the world is built)")
+        self.data_dir = Path(data_dir).expanduser() if data_dir else None
+        self._files = files
+        self._examples = {}
+
     def _home(self) -> Path:
         """Folder for the tokenizer and cache when ``data_dir`` is not given."""
         if self.data_dir is not None:

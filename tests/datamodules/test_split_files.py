@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+import pytest
+
+from kbqa_lit.datamodules.generation import GenerationDataModule
+from kbqa_lit.datamodules.instruction import InstructionDataModule
+from kbqa_lit.datamodules.relation_retrieval import RelationRetrievalDataModule
+from kbqa_lit.datamodules.schema import SchemaDataModule
+from kbqa_lit.errors import UserInputError
+
+MODULES = [GenerationDataModule, InstructionDataModule, RelationRetrievalDataModule, SchemaDataModule]
+
+
+@pytest.mark.parametrize("cls", MODULES, ids=lambda c: c.__name__)
+def test_file_arguments_are_checked_by_name(cls) -> None:
+    with pytest.raises(UserInputError, match=f"{cls.__name__} needs data_dir or at least one split file"):
+        cls()
+    with pytest.raises(UserInputError, match="synthetic_seed needs data_dir"):
+        cls(train_file="train.jsonl", synthetic_seed=0)
