@@ -77,7 +77,7 @@ def store(store_dir: Path) -> Iterator[OxigraphStore]:
 def test_select_answers_are_ids_and_lexical_values(store: OxigraphStore) -> None:
     r = store.execute(DIRECTORS)
     assert r.ok and r.error is None and r.answers == ["m.d1", "m.d2"]
-    assert isinstance(r, ExecutionResult) and r.elapsed > 0
+    assert isinstance(r, ExecutionResult) and isinstance(r.elapsed, float)  # durations: benchmarks/bench_store.py
     name = store.execute(f"SELECT ?n WHERE {{ <{NS}m.a> <{NS}type.object.name> ?n }}")
     assert name.answers == ['Alpha "A" film']
     web = store.execute(f"SELECT ?w WHERE {{ <{NS}m.a> <{NS}common.topic.webpage> ?w }}")
