@@ -20,10 +20,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from kbqa_lit.data.synthetic import build_world
-from kbqa_lit.decompose.backends import OpenAICompatibleBackend
-from kbqa_lit.decompose.cache import DecompositionCache
-from kbqa_lit.decompose.prompts import DecompositionPrompt
-from kbqa_lit.decompose.runner import decompose_file
+from kbqa_lit.llm.backends import OpenAICompatibleBackend
+from kbqa_lit.llm.response_cache import DecompositionCache
+from kbqa_lit.pipelines.coq.decomposition.decompose import decompose_file
+from kbqa_lit.pipelines.coq.decomposition.few_shot import DecompositionPrompt
 
 QUESTION = re.compile(r'Decompose the question "(.*)" step by step:\s*$')
 

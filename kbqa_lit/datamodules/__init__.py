@@ -1,1 +1,1 @@
-"""LightningDataModules, one per task family, with their samplers, collators and caches."""
+"""LightningDataModules: each system's in its folder; shared collate, samplers, resumable loader, caches here."""

@@ -1,7 +1,7 @@
 """Where a datamodule's splits live: common-schema JSON-lines files, or the synthetic world built on first use.
 
-Shared by :class:`~kbqa_lit.datamodules.generation.GenerationDataModule` and
-:class:`~kbqa_lit.datamodules.instruction.InstructionDataModule`. The host class sets
+Shared by :class:`~kbqa_lit.datamodules.coq.generation.GenerationDataModule` and
+:class:`~kbqa_lit.datamodules.tfs.instruction.InstructionDataModule`. The host class sets
 ``self.data_dir`` (a :class:`~pathlib.Path` or ``None``), ``self._files`` (split → given file or
 ``None``), ``self._examples = {}`` and hyper-parameters ``synthetic_seed`` / ``synthetic_size``.
 """

@@ -24,8 +24,8 @@ import datasets
 from torch.utils.data import Dataset
 from transformers import PreTrainedTokenizerBase
 
+from kbqa_lit.data.coq.generator_inputs import coq_texts
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.datamodules.coq_inputs import coq_texts
 
 log = logging.getLogger(__name__)
 

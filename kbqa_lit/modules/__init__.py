@@ -1,1 +1,1 @@
-"""LightningModules (one per model family) and the backbone factory (:mod:`.backbones`)."""
+"""LightningModules: shared ones here (cross-encoder retriever, training set-up), each system's in its folder."""

@@ -41,8 +41,8 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
+from kbqa_lit.backbones.seq2seq import save_tokenizer_atomically, texts_fingerprint
 from kbqa_lit.kb.normalize import schema_to_words
-from kbqa_lit.modules.backbones import save_tokenizer_atomically, texts_fingerprint
 from kbqa_lit.modules.training_setup import tokenizer_files, tokenizer_from_files, warmup_schedule
 
 log = logging.getLogger(__name__)

@@ -1,1 +1,1 @@
-"""Inference across trained parts, where models meet the knowledge base."""
+"""Inference across each system's trained parts (one folder per system); shared execution-guided selection."""

@@ -4,7 +4,7 @@
 full|placeholders|none] [--source backend|gold] [--limit N] [--batch-size N] [--cache FILE]
 [--no-progress]`` reads common-schema examples, writes them with ``decomposition`` and
 ``meta["decomposition_schema"|"decomposition_status"|"decomposition_error"]`` (see
-:mod:`kbqa_lit.decompose.variants`) and prints one JSON object::
+:mod:`kbqa_lit.pipelines.coq.decomposition.variants`) and prints one JSON object::
 
     {"n", "ok", "failed", "gold", "none", "cached", "generated", "resumed", "seconds",
      "variant", "source", "out"}
@@ -55,9 +55,9 @@ def run_decompose(args: argparse.Namespace) -> int:
     Returns:
         0 on success (user errors raise :class:`~kbqa_lit.errors.KBQAError`).
     """
-    from kbqa_lit.decompose.cache import DecompositionCache
-    from kbqa_lit.decompose.config import load_job, parse_config
-    from kbqa_lit.decompose.runner import decompose_file
+    from kbqa_lit.llm.response_cache import DecompositionCache
+    from kbqa_lit.pipelines.coq.decomposition.config import load_job, parse_config
+    from kbqa_lit.pipelines.coq.decomposition.decompose import decompose_file
 
     overrides = {"variant": args.variant, "source": args.source, "batch_size": args.batch_size, "cache": args.cache}
     cfg = parse_config(args.config, overrides)

@@ -9,7 +9,7 @@
   ``LoraCausalLM`` into an adapter folder (as ``AdapterExport`` writes at the end of ``fit``).
 - ``kbqa lora pipeline --config configs/tfs/pipeline.yaml [--split S] [--limit N] [--out FILE]
   [--no-s1] [--no-s2] [--no-s3]`` answers questions with the S1 → S2 → S3 fallback
-  (:mod:`kbqa_lit.pipelines.tfs_fallback`), writes one JSON line per question and prints the
+  (:mod:`kbqa_lit.pipelines.tfs.fallback`), writes one JSON line per question and prints the
   metrics (F1, Hit@1, EM, executable rate, per-strategy shares) as JSON.
 
 Every command prints one JSON object to stdout.
@@ -51,8 +51,8 @@ def merge_adapter(
     Raises:
         UserInputError: When the adapter folder is missing or names no base.
     """
-    from kbqa_lit.modules.causal_backbones import build_causal_tokenizer
-    from kbqa_lit.modules.lora_causal_lm import LoraCausalLM
+    from kbqa_lit.backbones.causal import build_causal_tokenizer
+    from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM
 
     start = time.perf_counter()
     adapter_dir = Path(adapter)
@@ -85,7 +85,7 @@ def merge_adapter(
 
 def export_checkpoint(ckpt: str | Path, out: str | Path) -> dict[str, Any]:
     """Write the adapter folder of an adapter-only ``LoraCausalLM`` checkpoint."""
-    from kbqa_lit.modules.lora_causal_lm import LoraCausalLM
+    from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM
 
     path = Path(ckpt)
     if not path.is_file():
@@ -146,7 +146,7 @@ def run_pipeline_config(
         ``{"metrics": {...}, "out": path, "questions": n}``.
     """
     from kbqa_lit.pipelines.execution_guided import KBNameLookup
-    from kbqa_lit.pipelines.tfs_fallback import TFSFallbackPipeline, member_from_adapters
+    from kbqa_lit.pipelines.tfs.fallback import TFSFallbackPipeline, member_from_adapters
 
     members_cfg = config.get("members") or []
     if not members_cfg:

@@ -1,7 +1,7 @@
 """``kbqa pipeline``: run (or resume) a multi-stage pipeline file of ``kbqa`` commands.
 
 ``kbqa pipeline CONFIG.yaml [--quick] [--set NAME=VALUE ...] [--from STEP | --only STEP] [--force]
-[--dry-run]`` runs the steps of a pipeline file in order (see :mod:`kbqa_lit.pipelines.runner`
+[--dry-run]`` runs the steps of a pipeline file in order (see :mod:`kbqa_lit.runner.chain`
 for the file format), skipping every step whose outputs already exist, and prints one JSON
 object: ``{"pipeline", "steps": [{"step", "binding", "status", "seconds"}], "seconds"}``.
 ``--dry-run`` prints the commands instead (``"commands": [...]``) and runs nothing.
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.pipelines.runner import load_pipeline, run_commands, select_commands
+from kbqa_lit.runner.chain import load_pipeline, run_commands, select_commands
 from kbqa_lit.tools.common import print_json
 
 

@@ -12,9 +12,9 @@ import pytest
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.data.synthetic import SIZES, build_world
 from kbqa_lit.data.synthetic.catalog import ALL_TEMPLATES
-from kbqa_lit.data.synthetic.schema import CLASS_BY_ID, RELATION_BY_ID
 from kbqa_lit.data.synthetic.splits import TrainCoverage, generalization_level
 from kbqa_lit.data.synthetic.templates import FUNCTIONS
+from kbqa_lit.data.synthetic.world_schema import CLASS_BY_ID, RELATION_BY_ID
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.execute import run_sexpr
 from kbqa_lit.kb.iri import NS, XSD, is_entity_id

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from kbqa_lit.datamodules.generation import GenerationDataModule
-from kbqa_lit.datamodules.instruction import InstructionDataModule
+from kbqa_lit.datamodules.coq.classifier import SchemaDataModule
+from kbqa_lit.datamodules.coq.generation import GenerationDataModule
 from kbqa_lit.datamodules.relation_retrieval import RelationRetrievalDataModule
-from kbqa_lit.datamodules.schema import SchemaDataModule
+from kbqa_lit.datamodules.tfs.instruction import InstructionDataModule
 from kbqa_lit.errors import UserInputError
 
 MODULES = [GenerationDataModule, InstructionDataModule, RelationRetrievalDataModule, SchemaDataModule]

@@ -114,8 +114,8 @@ def _lora_config(path: Path, root: Path, world: Path, reference: bool) -> Path:
 @needs_deepspeed
 @pytest.mark.slow  # two `kbqa fit` runs, one of them on 2 processes (≈ 40 s)
 def test_zero2_on_two_cpu_processes_reproduces_the_single_process_adapter(tmp_path: Path) -> None:
-    from kbqa_lit.datamodules.instruction import InstructionDataModule
-    from kbqa_lit.modules.lora_causal_lm import LoraCausalLM
+    from kbqa_lit.datamodules.tfs.instruction import InstructionDataModule
+    from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM
 
     world = tmp_path / "world"
     ref_root, zero_root = tmp_path / "reference", tmp_path / "zero2"

@@ -21,8 +21,8 @@ from typing import Any
 from lightning import Callback, LightningModule, Trainer
 from torch.utils.data import DataLoader, DistributedSampler, Sampler
 
-from kbqa_lit.datamodules.instruction import InstructionDataModule
-from kbqa_lit.datamodules.instruction_batches import InstructionCollator
+from kbqa_lit.datamodules.tfs.instruction import InstructionDataModule
+from kbqa_lit.datamodules.tfs.instruction_batches import InstructionCollator
 
 
 class InterleavedShardsBatchSampler(Sampler[list[int]]):

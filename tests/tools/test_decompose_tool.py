@@ -64,7 +64,7 @@ def _config(tmp_path, base_url: str) -> str:
     path = tmp_path / "decompose.yaml"
     path.write_text(
         "backend:\n"
-        "  class_path: kbqa_lit.decompose.openai_backend.OpenAICompatibleBackend\n"
+        "  class_path: kbqa_lit.llm.openai_backend.OpenAICompatibleBackend\n"
         f"  init_args: {{base_url: '{base_url}', model: tiny, retries: 0, timeout: 5, concurrency: 2}}\n"
         "prompt: {dataset: synthetic}\n"
         "batch_size: 3\n"

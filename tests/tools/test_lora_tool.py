@@ -15,9 +15,9 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from kbqa_lit.cli import main
-from kbqa_lit.datamodules.instruction import InstructionDataModule
+from kbqa_lit.datamodules.tfs.instruction import InstructionDataModule
 from kbqa_lit.lightning_cli import build_cli
-from kbqa_lit.modules.lora_causal_lm import LoraCausalLM
+from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "tfs"
 TINY = ("s1", "s2_items", "s2_lf", "s3")

@@ -2,7 +2,7 @@
 
 A :class:`World` holds named entities and unnamed CVT nodes (each with its classes), and facts
 ``(subject, relation, object)`` whose object is an entity id or a typed :class:`Lit`. Relations
-with a reverse property (:data:`~kbqa_lit.data.synthetic.schema.REVERSE_PROPERTIES`) are stored in
+with a reverse property (:data:`~kbqa_lit.data.synthetic.world_schema.REVERSE_PROPERTIES`) are stored in
 both directions automatically. :meth:`World.ntriples` renders the whole KB as sorted N-Triples
 lines under the Freebase namespace, so equal worlds give byte-identical files.
 """
@@ -13,7 +13,7 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from kbqa_lit.data.synthetic.schema import CLASS_BY_ID, RELATION_BY_ID, REVERSE_PROPERTIES
+from kbqa_lit.data.synthetic.world_schema import CLASS_BY_ID, RELATION_BY_ID, REVERSE_PROPERTIES
 from kbqa_lit.kb.iri import ALIAS_RELATION, NAME_RELATION, NS, TYPE_RELATION
 
 _ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"

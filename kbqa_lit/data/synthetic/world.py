@@ -26,9 +26,9 @@ from kbqa_lit.data.synthetic.execution import StoreExecutor
 from kbqa_lit.data.synthetic.generate import generate_world
 from kbqa_lit.data.synthetic.kb import World
 from kbqa_lit.data.synthetic.questions import Executor, QuestionMaker
-from kbqa_lit.data.synthetic.schema import schema_document
 from kbqa_lit.data.synthetic.sizes import SizeSpec, size_spec
 from kbqa_lit.data.synthetic.splits import LEVELS, SPLITS, assign_splits
+from kbqa_lit.data.synthetic.world_schema import schema_document
 
 KB_FILE = "kb.nt"
 SCHEMA_FILE = "schema.json"

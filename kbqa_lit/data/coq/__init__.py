@@ -1,0 +1,1 @@
+"""CoQ's input texts: the generator's inputs and targets, the classifier's item texts."""

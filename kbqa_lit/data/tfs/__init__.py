@@ -1,0 +1,1 @@
+"""TFS-KBQA's instruction prompts and targets."""

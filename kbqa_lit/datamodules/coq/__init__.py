@@ -1,0 +1,1 @@
+"""CoQ's DataModules: the generator's (logical form + answer) and the classifier's."""

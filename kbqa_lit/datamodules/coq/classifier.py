@@ -1,0 +1,406 @@
+"""``SchemaDataModule``: items of CoQ's joint relation/entity classifier from common-schema files.
+
+Per example (see :mod:`kbqa_lit.datamodules.coq.classifier_inputs` for the texts and candidates) the
+module builds one *relation item* per candidate relation and one *entity item* per candidate
+entity, labelled 1 when the item is gold::
+
+    Relation Classification: q ; D ; r words                      → 1 if r is a gold relation
+    Entity Classification: q ; D ; label | r1 words | r2 words     → 1 if e is a gold entity
+
+Candidates: ``candidates="meta"`` reads the retrieval stage's ``meta["relation_candidates"]``,
+``meta["entity_candidates"]`` and ``meta["entity_relations"]`` (1-hop relations missing there are
+looked up in the store, batched and cached); ``"sampled"`` builds gold + negatives from the KB;
+``"auto"`` (default) uses the meta when the example has it, else samples. Training always
+includes the gold items (up to ``num_candidates`` per kind; more only when there are more gold).
+
+Relations listed in an entity item: its 1-hop relations among gold ∪ ``meta["refined_relations"]``
+in train/val/test (so validation entity scores are an upper bound unless the file carries
+predicted relations), and among the *predicted* relations at predict time, where
+:class:`~kbqa_lit.modules.coq.schema_classifier.SchemaClassifier` scores the relations first.
+
+Batches (train/val/test) are dicts of tensors: ``input_ids``, ``attention_mask`` (padded to the
+longest item of the batch), ``labels`` (float 0/1), ``task`` (0 relation, 1 entity), ``index``
+(example row in :meth:`examples`). Predict batches are lists of per-example dicts
+(``index``, ``qid``, ``question``, ``decomposition``, ``relations``, ``entities`` as
+``[[id, label, [1-hop relations]], ...]``) that the classifier scores in two stages.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from lightning.pytorch import LightningDataModule
+from torch.utils.data import DataLoader
+from transformers import PreTrainedTokenizerBase
+
+from kbqa_lit.backbones.seq2seq import build_tokenizer
+from kbqa_lit.data.schema import KBQAExample
+from kbqa_lit.datamodules.coq.classifier_inputs import (
+    ENT_PREFIX,
+    ENT_TASK,
+    REL_PREFIX,
+    REL_TASK,
+    Candidates,
+    SchemaKB,
+    entity_item_relations,
+    entity_text,
+    gold_entities,
+    gold_relations,
+    meta_candidates,
+    refined_relations_of,
+    relation_text,
+    sampled_candidates,
+    with_gold,
+)
+from kbqa_lit.datamodules.samplers import LengthBucketSampler, UnrepeatedDistributedSampler
+from kbqa_lit.datamodules.split_files import _ALIASES, _STAGE_SPLITS, SplitFilesMixin
+from kbqa_lit.errors import UserInputError
+from kbqa_lit.kb.normalize import schema_to_words
+
+log = logging.getLogger(__name__)
+
+CANDIDATE_MODES = ("auto", "meta", "sampled")
+
+
+class ItemCollator:
+    """Pad a list of items (``input_ids``, ``label``, ``task``, ``index``) into one tensor batch."""
+
+    def __init__(self, pad_token_id: int) -> None:
+        self.pad_token_id = pad_token_id
+
+    def __call__(self, items: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        """Right-pad to the longest item; the attention mask is 1 on real tokens."""
+        width = max(len(it["input_ids"]) for it in items)
+        ids = torch.full((len(items), width), self.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(items), width), dtype=torch.long)
+        for row, it in enumerate(items):
+            n = len(it["input_ids"])
+            ids[row, :n] = torch.tensor(it["input_ids"], dtype=torch.long)
+            mask[row, :n] = 1
+        return {
+            "input_ids": ids,
+            "attention_mask": mask,
+            "labels": torch.tensor([float(it["label"]) for it in items]),
+            "task": torch.tensor([int(it["task"]) for it in items], dtype=torch.long),
+            "index": torch.tensor([int(it["index"]) for it in items], dtype=torch.long),
+        }
+
+
+def _as_list(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return list(batch)
+
+
+class SchemaDataModule(SplitFilesMixin, LightningDataModule):
+    """Data for :class:`~kbqa_lit.modules.coq.schema_classifier.SchemaClassifier` (CoQ step 2b).
+
+    Args:
+        data_dir: Folder of the split files (``train.jsonl``, ``dev.jsonl``, ``test.jsonl``); home of
+            the trained tokenizer (``.tokenizer/``) and, by default, of the embedded store.
+        train_file: Training file (JSON lines, common schema); default ``<data_dir>/train.jsonl``.
+        val_file: Validation file; default ``<data_dir>/dev.jsonl`` (or ``val.jsonl``).
+        test_file: Test file; default ``<data_dir>/test.jsonl``.
+        predict_file: File for ``predict`` (e.g. the retrieval stage's output); default the test file.
+        synthetic_seed: When set and the split files are missing, build the synthetic world into
+            ``data_dir`` on first use.
+        synthetic_size: Size of that world: ``small``, ``medium`` or ``large``.
+        store: The KB for sampled candidates and missing 1-hop relations: an Oxigraph store folder
+            or an http(s) SPARQL endpoint. ``None``: ``<data_dir>/kb_store``, built from
+            ``<data_dir>/kb.nt`` on first use when that file exists.
+        relations_file: Relation inventory for sampled negatives (``schema.json`` with
+            ``relations``, or one id per line); ``None``: ``<data_dir>/schema.json`` when present,
+            else ``SELECT DISTINCT ?p`` on the store (small KBs only).
+        candidates: ``meta`` (the retrieval stage's meta fields), ``sampled`` (gold + KB
+            negatives) or ``auto`` (meta when present, else sampled).
+        num_candidates: ``l``, candidates per kind and example (10 in the paper).
+        negative_seed: Seed of the sampled negatives (per example with the qid; deterministic).
+        use_decomposition: Put the decomposition ``D`` in the items (false: "w/o decomposition").
+        max_entity_relations: At most this many relations listed in an entity item.
+        tokenizer_name_or_path: Hub name or folder of the tokenizer (``t5-base``); ``None`` trains
+            a BPE tokenizer on the training items, cached under ``<data_dir>/.tokenizer``.
+        vocab_size: Vocabulary size of a trained tokenizer.
+        max_length: Items are truncated to this many tokens.
+        batch_size: Training items per batch (per device); relation and entity items mixed.
+        eval_batch_size: Validation/test items per batch.
+        predict_batch_size: Examples per predict batch (each scored in two stages).
+        num_workers: DataLoader worker processes.
+        bucket_by_length: Draw training batches from buckets of items of similar length (less
+            padding; order fixed by ``PL_GLOBAL_SEED`` and the epoch); false shuffles uniformly.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | None = None,
+        train_file: str | None = None,
+        val_file: str | None = None,
+        test_file: str | None = None,
+        predict_file: str | None = None,
+        synthetic_seed: int | None = None,
+        synthetic_size: Literal["small", "medium", "large"] = "small",
+        store: str | None = None,
+        relations_file: str | None = None,
+        candidates: Literal["auto", "meta", "sampled"] = "auto",
+        num_candidates: int = 10,
+        negative_seed: int = 0,
+        use_decomposition: bool = True,
+        max_entity_relations: int = 8,
+        tokenizer_name_or_path: str | None = None,
+        vocab_size: int = 2000,
+        max_length: int = 256,
+        batch_size: int = 32,
+        eval_batch_size: int = 64,
+        predict_batch_size: int = 8,
+        num_workers: int = 0,
+        bucket_by_length: bool = True,
+    ) -> None:
+        super().__init__()
+        if candidates not in CANDIDATE_MODES:
+            raise UserInputError(f"candidates must be one of {', '.join(CANDIDATE_MODES)}, got {candidates!r}")
+        if num_candidates < 1:
+            raise UserInputError(f"num_candidates must be >= 1, got {num_candidates}")
+        self._init_split_files(data_dir, train_file, val_file, test_file, predict_file, synthetic_seed)
+        self.save_hyperparameters()
+        self._items: dict[str, list[dict[str, Any]]] = {}
+        self._candidates: dict[tuple[str, int], Candidates] = {}
+        self._kb: SchemaKB | None = None
+        self.tokenizer: PreTrainedTokenizerBase = self._build_tokenizer()
+
+    # ------------------------------------------------------------------ the KB
+
+    @property
+    def store_spec(self) -> str:
+        """The store folder or endpoint URL this datamodule (and the pattern writer, by default) uses."""
+        if self.hparams.store:
+            return str(self.hparams.store)
+        return str(self._home() / "kb_store")
+
+    def _ensure_store(self) -> None:
+        spec = self.store_spec
+        if self.hparams.store or re.match(r"^https?://", spec, re.IGNORECASE):
+            return
+        from kbqa_lit.kb.oxigraph_runner import STORE_MARKER
+
+        if (Path(spec) / STORE_MARKER).is_file():
+            return
+        self._ensure_data()
+        source = self._home() / "kb.nt"
+        if not source.is_file():
+            raise UserInputError(f"no store at {spec} and no {source} to build it from; set `store`")
+        from filelock import FileLock
+
+        from kbqa_lit.kb.loaders import build_store
+
+        with FileLock(str(Path(spec).parent / ".kb_store.lock")):
+            if not (Path(spec) / STORE_MARKER).is_file():
+                log.info("building the embedded store %s from %s", spec, source)
+                build_store(spec, [source], "nt", overwrite=True)
+
+    @property
+    def kb(self) -> SchemaKB:
+        """The cached KB lookups (opens the store, building the embedded one on first use)."""
+        if self._kb is None:
+            from kbqa_lit.kb.store import open_store
+
+            self._ensure_store()
+            rel_file = self.hparams.relations_file
+            if rel_file is None and self.data_dir is not None and (self.data_dir / "schema.json").is_file():
+                rel_file = str(self.data_dir / "schema.json")
+            self._kb = SchemaKB(open_store(self.store_spec), relations_file=rel_file)
+        return self._kb
+
+    # ------------------------------------------------------------------ candidates and items
+
+    def candidates(self, split: str, index: int) -> Candidates:
+        """The candidates of example ``index`` of ``split`` (gold included when training or sampled)."""
+        split = _ALIASES.get(split, split)
+        key = (split, index)
+        if key not in self._candidates:
+            ex = self.examples(split)[index]
+            limit = self.hparams.num_candidates
+            mode = self.hparams.candidates
+            cands = meta_candidates(ex) if mode in ("auto", "meta") else None
+            if cands is None:
+                if mode == "meta":
+                    raise UserInputError(
+                        f"{split} example {ex.qid!r} has no meta['relation_candidates'] (candidates: meta)"
+                    )
+                cands = sampled_candidates(ex, self.kb, limit, seed=self.hparams.negative_seed)
+            elif split == "train":
+                cands = with_gold(cands, ex, limit)
+            else:
+                cands = Candidates(
+                    cands.relations[:limit], dict(list(cands.entities.items())[:limit]), cands.entity_relations
+                )
+            missing = [e for e in cands.entities if e not in cands.entity_relations]
+            if missing:
+                cands.entity_relations.update(self.kb.one_hop_relations(missing))
+            self._candidates[key] = cands
+        return self._candidates[key]
+
+    def _decomposition(self, ex: KBQAExample) -> str | None:
+        return ex.decomposition if self.hparams.use_decomposition else None
+
+    def example_texts(self, split: str, index: int) -> list[tuple[str, float, int]]:
+        """``(text, label, task)`` of every item of one example: relations first, then entities."""
+        ex = self.examples(split)[index]
+        cands = self.candidates(split, index)
+        d = self._decomposition(ex)
+        gold_r, gold_e = set(gold_relations(ex)), set(gold_entities(ex))
+        out = [(relation_text(ex.question, d, r), float(r in gold_r), REL_TASK) for r in cands.relations]
+        refined = list(dict.fromkeys(gold_relations(ex) + refined_relations_of(ex)))
+        limit = self.hparams.max_entity_relations
+        for e, label in cands.entities.items():
+            rels = entity_item_relations(cands.entity_relations.get(e, []), refined, limit)
+            out.append((entity_text(ex.question, d, label, rels), float(e in gold_e), ENT_TASK))
+        return out
+
+    def items(self, split: str) -> list[dict[str, Any]]:
+        """The tokenised items of ``split`` (built once)."""
+        split = _ALIASES.get(split, split)
+        if split not in self._items:
+            rows: list[tuple[str, float, int, int]] = []
+            for i in range(len(self.examples(split))):
+                rows.extend((t, y, k, i) for t, y, k in self.example_texts(split, i))
+            enc = self.tokenizer(
+                [r[0] for r in rows], truncation=True, max_length=self.hparams.max_length, add_special_tokens=True
+            )
+            self._items[split] = [
+                {"input_ids": ids, "label": y, "task": k, "index": i}
+                for ids, (_, y, k, i) in zip(enc["input_ids"], rows, strict=True)
+            ]
+        return self._items[split]
+
+    def predict_records(self) -> list[dict[str, Any]]:
+        """Per predict example: the raw inputs the classifier scores in two stages."""
+        out = []
+        for i, ex in enumerate(self.examples("predict")):
+            cands = self.candidates("predict", i)
+            out.append(
+                {
+                    "index": i,
+                    "qid": ex.qid,
+                    "question": ex.question,
+                    "decomposition": self._decomposition(ex),
+                    "relations": list(cands.relations),
+                    "entities": [
+                        [e, lab, list(cands.entity_relations.get(e, []))] for e, lab in cands.entities.items()
+                    ],
+                }
+            )
+        return out
+
+    # ------------------------------------------------------------------ tokenizer
+
+    def _build_tokenizer(self) -> PreTrainedTokenizerBase:
+        name = self.hparams.tokenizer_name_or_path
+        if name is not None:
+            return build_tokenizer(name)
+        self._ensure_data()
+        splits = [s for s in ("train", "val", "test", "predict") if self._has(s)]
+        if not splits:
+            raise UserInputError("no examples to train a tokenizer on; set tokenizer_name_or_path or the files")
+        split = splits[0]
+        texts = [REL_PREFIX, ENT_PREFIX]
+        for ex in self.examples(split):
+            texts.append(ex.question)
+            if ex.decomposition:
+                texts.append(ex.decomposition)
+            texts.extend(schema_to_words(r) for r in gold_relations(ex))
+            texts.extend(ex.entity_labels().values())
+        texts.extend(schema_to_words(r) for r in self._inventory_for_tokenizer())
+        return build_tokenizer(
+            train_texts=texts, vocab_size=self.hparams.vocab_size, cache_dir=self._home() / ".tokenizer"
+        )
+
+    def _inventory_for_tokenizer(self) -> list[str]:
+        """The relation inventory when a file gives it (the store is not opened for the tokenizer)."""
+        path = self.hparams.relations_file
+        if path is None and self.data_dir is not None and (self.data_dir / "schema.json").is_file():
+            path = self.data_dir / "schema.json"
+        return SchemaKB(None, relations_file=path).relation_inventory() if path else []
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of tokens of the tokenizer (special tokens included)."""
+        return len(self.tokenizer)
+
+    @property
+    def pad_token_id(self) -> int:
+        """The padding id (0 for T5 tokenizers)."""
+        return int(self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0)
+
+    # ------------------------------------------------------------------ stages and loaders
+
+    def prepare_data(self) -> None:
+        """Build the synthetic world and the embedded store if asked to (rank 0 only)."""
+        self._ensure_data()
+        if self.hparams.candidates != "meta":
+            self.kb  # noqa: B018  (opens the store, building it on first use)
+
+    def setup(self, stage: str | None = None) -> None:
+        """Build the items the stage needs (``fit`` → train + val when present)."""
+        for split in _STAGE_SPLITS.get(stage or "", ("train", "val", "test")):
+            if split == "predict":
+                continue  # predict records are cheap and built by the loader
+            if split == "val" and not self._has("val"):
+                continue
+            self.items(split)
+
+    def _eval_loader(self, split: str) -> DataLoader:
+        data = self.items(split)
+        world, rank = self._world()
+        sampler = UnrepeatedDistributedSampler(data, world, rank) if world > 1 else None  # type: ignore[arg-type]
+        return DataLoader(
+            data,  # type: ignore[arg-type]
+            batch_size=self.hparams.eval_batch_size,
+            sampler=sampler,
+            shuffle=False,
+            collate_fn=ItemCollator(self.pad_token_id),
+            num_workers=self.hparams.num_workers,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        """Shuffled batches mixing relation and entity items, by length buckets, sharded by rank under DDP."""
+        data = self.items("train")
+        sampler = None
+        if self.hparams.bucket_by_length:
+            world, rank = self._world()
+            lengths = [len(it["input_ids"]) for it in data]
+            seed = int(os.environ.get("PL_GLOBAL_SEED", 0))
+            sampler = LengthBucketSampler(lengths, self.hparams.batch_size, num_replicas=world, rank=rank, seed=seed)
+        return DataLoader(
+            data,  # type: ignore[arg-type]
+            batch_size=self.hparams.batch_size,
+            sampler=sampler,
+            shuffle=sampler is None,
+            collate_fn=ItemCollator(self.pad_token_id),
+            num_workers=self.hparams.num_workers,
+        )
+
+    def val_dataloader(self) -> DataLoader | list:
+        """Validation items in file order (each on exactly one rank under DDP)."""
+        return self._eval_loader("val") if self._has("val") else []
+
+    def test_dataloader(self) -> DataLoader:
+        """Test items in file order."""
+        return self._eval_loader("test")
+
+    def predict_dataloader(self) -> DataLoader:
+        """Lists of per-example records (see the module docstring), each example on one rank."""
+        data = self.predict_records()
+        world, rank = self._world()
+        sampler = UnrepeatedDistributedSampler(data, world, rank) if world > 1 else None  # type: ignore[arg-type]
+        return DataLoader(
+            data,  # type: ignore[arg-type]
+            batch_size=self.hparams.predict_batch_size,
+            sampler=sampler,
+            shuffle=False,
+            collate_fn=_as_list,
+        )
+
+
+__all__ = ["CANDIDATE_MODES", "ItemCollator", "SchemaDataModule"]

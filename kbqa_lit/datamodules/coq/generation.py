@@ -1,0 +1,286 @@
+"""``GenerationDataModule``: CoQ's two seq2seq tasks (S-expression and answer) from common-schema files.
+
+Each split is a JSON-lines file of :class:`~kbqa_lit.data.schema.KBQAExample` (the synthetic
+world's ``train/dev/test.jsonl``, or any dataset converted with ``kbqa data convert``). Per
+example the module builds the two CoQ inputs (see :mod:`kbqa_lit.data.coq.generator_inputs`)::
+
+    Translate to S-expression: q | P1 | ... | Pk | D  →  normalised gold S-expression
+    Answer the question: q | P1 | ... | Pk | D        →  answer names joined with " | "
+
+tokenises each split once into an Arrow cache (:mod:`.tokenized_cache`), pads batches
+dynamically and samples training batches by length buckets.
+
+Batches are dicts of ``LongTensor``: ``input_ids``, ``attention_mask``, ``labels`` (``-100`` on
+padding and for examples without gold), with the answer task ``ans_input_ids``,
+``ans_attention_mask``, ``ans_labels``, and always ``index`` — row positions in
+:meth:`GenerationDataModule.examples` of the split, so callbacks find the questions back.
+
+Under DDP, validation/test/predict use :class:`~.samplers.UnrepeatedDistributedSampler` (every
+question on exactly one rank, file order within a rank) and training uses
+:class:`~.samplers.LengthBucketSampler` sharded by rank. The training order follows
+``PL_GLOBAL_SEED`` (set by ``seed_everything``) and the epoch; the training loader is a
+:class:`~.resumable.ResumableDataLoader`, so a run resumed from a mid-epoch checkpoint continues
+where it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from lightning.pytorch import LightningDataModule
+from torch.utils.data import DataLoader, Sampler
+from transformers import PreTrainedTokenizerBase
+
+from kbqa_lit.backbones.seq2seq import build_tokenizer
+from kbqa_lit.data.coq.generator_inputs import (
+    ANSWER_PREFIX,
+    LF_PREFIX,
+    PATTERN_MODES,
+    answer_target,
+    example_patterns,
+    lf_target,
+)
+from kbqa_lit.data.entity_slots import SLOT_TOKENS
+from kbqa_lit.datamodules.collate import Seq2SeqCollator
+from kbqa_lit.datamodules.resumable import LoaderProgress, ResumableDataLoader
+from kbqa_lit.datamodules.samplers import LengthBucketSampler, UnrepeatedDistributedSampler
+from kbqa_lit.datamodules.split_files import _ALIASES, _STAGE_SPLITS, SPLITS, SplitFilesMixin
+from kbqa_lit.datamodules.tokenized_cache import TokenizedSplit, load_or_encode
+from kbqa_lit.errors import UserInputError
+
+log = logging.getLogger(__name__)
+
+
+class GenerationDataModule(SplitFilesMixin, LightningDataModule):
+    """Data for :class:`~kbqa_lit.modules.coq.multitask_generator.MultitaskGenerator` (CoQ step 4).
+
+    Args:
+        data_dir: Folder of the split files (``train.jsonl``, ``dev.jsonl`` or ``val.jsonl``,
+            ``test.jsonl``); also home of the trained tokenizer (``.tokenizer/``) and, unless
+            ``cache_dir`` is set, of the tokenised cache (``.cache/``).
+        train_file: Training file (JSON lines, common schema); default ``<data_dir>/train.jsonl``.
+            A relative path is looked up in ``data_dir`` first.
+        val_file: Validation file; default ``<data_dir>/dev.jsonl`` (or ``val.jsonl``).
+        test_file: Test file; default ``<data_dir>/test.jsonl``.
+        predict_file: File for ``predict``; default the test file.
+        synthetic_seed: When set and the split files are missing, build the synthetic world
+            (``build_world(data_dir, seed)``) into ``data_dir`` on first use.
+        synthetic_size: Size of that world: ``small``, ``medium`` or ``large``.
+        tokenizer_name_or_path: Hub name or local folder of the tokenizer (``t5-base``); ``None``
+            trains a BPE tokenizer on the training questions, decompositions, normalised
+            S-expressions and answers, cached under ``<data_dir>/.tokenizer``.
+        vocab_size: Vocabulary size of a trained tokenizer.
+        use_decomposition: Append the decomposition ``D`` to both inputs (false: the "w/o
+            decomposition" ablation).
+        patterns: Where the patterns ``P1..Pk`` come from: ``gold`` (``meta["gold_patterns"]``, else
+            the oracle (relation, entity) pairs of the gold S-expression), ``predicted``
+            (``meta["patterns"]``) or ``none`` (the "w/o patterns" ablation).
+        answer_task: Also build the answer task (false: the "w/o answer task" ablation; batches
+            then have no ``ans_*`` fields).
+        mask_entities: In the logical-form task, write the topic entities as slots ``[E0]``...
+            in the input and the target (added to the tokenizer as ordinary tokens); the
+            execution-guided callback puts the labels back before denormalising. Spares a small
+            model the copying of names (see :mod:`kbqa_lit.data.entity_slots`).
+        max_source_length: Inputs are truncated to this many tokens.
+        max_target_length: Targets are truncated to this many tokens.
+        batch_size: Training batch size (per device).
+        eval_batch_size: Validation/test/predict batch size (per device).
+        num_workers: DataLoader worker processes.
+        bucket_by_length: Sample training batches from buckets of similar input length (less
+            padding); false shuffles uniformly.
+        cache_dir: Folder of the tokenised Arrow cache (default ``<data_dir>/.cache``).
+    """
+
+    def __init__(
+        self,
+        data_dir: str | None = None,
+        train_file: str | None = None,
+        val_file: str | None = None,
+        test_file: str | None = None,
+        predict_file: str | None = None,
+        synthetic_seed: int | None = None,
+        synthetic_size: Literal["small", "medium", "large"] = "small",
+        tokenizer_name_or_path: str | None = None,
+        vocab_size: int = 2000,
+        use_decomposition: bool = True,
+        patterns: Literal["gold", "predicted", "none"] = "gold",
+        answer_task: bool = True,
+        mask_entities: bool = False,
+        max_source_length: int = 256,
+        max_target_length: int = 128,
+        batch_size: int = 16,
+        eval_batch_size: int = 32,
+        num_workers: int = 0,
+        bucket_by_length: bool = True,
+        cache_dir: str | None = None,
+    ) -> None:
+        super().__init__()
+        if patterns not in PATTERN_MODES:
+            raise UserInputError(f"patterns must be one of {', '.join(PATTERN_MODES)}, got {patterns!r}")
+        self._init_split_files(data_dir, train_file, val_file, test_file, predict_file, synthetic_seed)
+        self.save_hyperparameters()
+        self._datasets: dict[str, TokenizedSplit] = {}
+        #: How many splits this instance tokenised (0 when everything came from the cache).
+        self.encode_count = 0
+        #: The training loader's place in its epoch (saved in checkpoints for exact mid-epoch resumes).
+        self.train_progress = LoaderProgress()
+        self.tokenizer: PreTrainedTokenizerBase = self._build_tokenizer()
+
+    # ------------------------------------------------------------------ files and examples
+
+    # ------------------------------------------------------------------ tokenizer
+
+    def _tokenizer_texts(self) -> list[str]:
+        self._ensure_data()
+        train = self.split_file("train")
+        splits = ["train"] if train is not None and train.is_file() else []
+        if not splits:
+            splits = [s for s in ("val", "test", "predict") if (p := self.split_file(s)) is not None and p.is_file()]
+            log.warning("no training file: training the tokenizer on %s", ", ".join(splits) or "nothing")
+        texts = [LF_PREFIX, ANSWER_PREFIX]
+        for split in dict.fromkeys(splits):
+            for ex in self.examples(split):
+                texts.append(ex.question)
+                texts.extend(t for t in (ex.decomposition, lf_target(ex), answer_target(ex)) if t)
+                texts.extend(example_patterns(ex, "predicted"))
+        return texts
+
+    def _build_tokenizer(self) -> PreTrainedTokenizerBase:
+        name = self.hparams.tokenizer_name_or_path
+        extra = SLOT_TOKENS if self.hparams.mask_entities else ()
+        if name is not None:
+            return build_tokenizer(name, extra_tokens=extra)
+        texts = self._tokenizer_texts()
+        if len(texts) <= 2:
+            raise UserInputError("no examples to train a tokenizer on; set tokenizer_name_or_path or the files")
+        return build_tokenizer(
+            train_texts=texts,
+            vocab_size=self.hparams.vocab_size,
+            cache_dir=self._home() / ".tokenizer",
+            extra_tokens=extra,
+        )
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of tokens of the tokenizer (special tokens included) = the model's vocabulary."""
+        return len(self.tokenizer)
+
+    @property
+    def pad_token_id(self) -> int:
+        """The padding id (0 for T5 tokenizers)."""
+        return int(self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0)
+
+    # ------------------------------------------------------------------ tokenised splits
+
+    def _cache_root(self) -> Path:
+        return Path(self.hparams.cache_dir).expanduser() if self.hparams.cache_dir else self._home() / ".cache"
+
+    def dataset(self, split: str) -> TokenizedSplit:
+        """The tokenised ``split`` (loaded from the Arrow cache, or encoded and cached once)."""
+        split = _ALIASES.get(split, split)
+        if split not in self._datasets:
+            examples = self.examples(split)
+            settings = {
+                "use_decomposition": self.hparams.use_decomposition,
+                "patterns": self.hparams.patterns,
+                "answer_task": self.hparams.answer_task,
+                "mask_entities": self.hparams.mask_entities,
+                "max_source_length": self.hparams.max_source_length,
+                "max_target_length": self.hparams.max_target_length,
+                "require_target": split == "train",
+            }
+            data, encoded = load_or_encode(
+                split, self.split_file(split), examples, self.tokenizer, self._cache_root(), settings
+            )
+            self.encode_count += int(encoded)
+            self._datasets[split] = TokenizedSplit(data)
+        return self._datasets[split]
+
+    def prepare_data(self) -> None:
+        """Build the synthetic world if asked to, and fill the tokenised cache (rank 0 only)."""
+        self._ensure_data()
+        for split in SPLITS:
+            if split == "predict" and self._files["predict"] is None:
+                continue  # the test file, cached under the same key
+            path = self.split_file(split)
+            if path is not None and path.is_file():
+                self.dataset(split)
+
+    def setup(self, stage: str | None = None) -> None:
+        """Load the tokenised splits the stage needs (``fit`` → train + val when present)."""
+        needed = _STAGE_SPLITS.get(stage or "", SPLITS)
+        for split in needed:
+            path = self.split_file(split)
+            if split == "val" and stage == "fit" and (path is None or not path.is_file()):
+                continue  # fitting without validation
+            self.dataset(split)
+
+    # ------------------------------------------------------------------ loaders
+
+    def _loader(self, split: str, batch_size: int, sampler: Sampler | None, shuffle: bool) -> DataLoader:
+        workers = self.hparams.num_workers
+        extra: dict[str, Any] = {"progress": self.train_progress} if split == "train" else {}
+        return (ResumableDataLoader if split == "train" else DataLoader)(
+            self.dataset(split),
+            batch_size=batch_size,
+            sampler=sampler,
+            shuffle=shuffle if sampler is None else False,
+            collate_fn=Seq2SeqCollator(self.pad_token_id, answer_task=self.hparams.answer_task),
+            num_workers=workers,
+            persistent_workers=workers > 0,
+            **extra,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        """Training batches: length buckets (or uniform shuffling), sharded by rank under DDP."""
+        data = self.dataset("train")
+        if not self.hparams.bucket_by_length:
+            return self._loader("train", self.hparams.batch_size, None, shuffle=True)
+        world, rank = self._world()
+        sampler = LengthBucketSampler(
+            data.lengths,
+            self.hparams.batch_size,
+            num_replicas=world,
+            rank=rank,
+            seed=int(os.environ.get("PL_GLOBAL_SEED", 0)),
+        )
+        return self._loader("train", self.hparams.batch_size, sampler, shuffle=False)
+
+    def _eval_loader(self, split: str) -> DataLoader:
+        data = self.dataset(split)
+        world, rank = self._world()
+        sampler = UnrepeatedDistributedSampler(data, world, rank) if world > 1 else None
+        return self._loader(split, self.hparams.eval_batch_size, sampler, shuffle=False)
+
+    def val_dataloader(self) -> DataLoader | list:
+        """Validation batches in file order (exactly one rank per question under DDP)."""
+        path = self.split_file("val")
+        if path is None or not path.is_file():
+            return []
+        return self._eval_loader("val")
+
+    def test_dataloader(self) -> DataLoader:
+        """Test batches in file order (exactly one rank per question under DDP)."""
+        return self._eval_loader("test")
+
+    def predict_dataloader(self) -> DataLoader:
+        """Prediction batches in file order (exactly one rank per question under DDP)."""
+        return self._eval_loader("predict")
+
+    def state_dict(self) -> dict[str, Any]:
+        """The training loader's place in its epoch and the random states (the data and tokenizer are rebuilt).
+
+        Lightning restores it before the loaders are built, so a run resumed from a mid-epoch
+        checkpoint continues with the batch it had not trained on (see :mod:`.resumable`).
+        """
+        return {"train_loader": self.train_progress.state_dict()}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Hand a checkpoint's loader state to the next training pass."""
+        self.train_progress.load_state_dict(state_dict.get("train_loader"))
+
+
+__all__ = ["GenerationDataModule", "SPLITS"]

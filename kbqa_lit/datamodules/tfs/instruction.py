@@ -1,0 +1,229 @@
+"""``InstructionDataModule``: TFS-KBQA's instruction tasks for causal-LM fine-tuning (LoRA).
+
+Each split is a JSON-lines file of :class:`~kbqa_lit.data.schema.KBQAExample` (any dataset
+converted with ``kbqa data convert``, or the synthetic world, built into ``data_dir`` on first use
+when ``synthetic_seed`` is set). Every example gives one row per configured task (see
+:mod:`kbqa_lit.data.tfs.prompts`): ``s1`` question → logical form with entity mentions,
+``s2_items`` question → ``relations ; mentions``, ``s2_lf`` question and items → logical form,
+``s3`` question → answer names. Several tasks are mixed in one run (rows shuffled together) or
+one task per run, by ``tasks``.
+
+Rows are tokenised by :class:`~kbqa_lit.datamodules.tfs.instruction_batches.InstructionEncoder`
+(Alpaca prompt by default, LLaMA-2 chat as an option; loss on the response only; prompts of at
+most ``max_length`` tokens) and padded by
+:class:`~kbqa_lit.datamodules.tfs.instruction_batches.InstructionCollator`: batches hold
+``input_ids``, ``attention_mask``, ``labels``, left-padded ``prompt_input_ids``/
+``prompt_attention_mask`` for generation, ``index`` (positions in :meth:`examples` of the
+split) and ``task`` (positions in :data:`~kbqa_lit.data.tfs.prompts.TASKS`).
+
+Training rows need a gold response; evaluation rows without one have all-``-100`` labels (for
+generation). Under DDP, validation/test/predict use
+:class:`~kbqa_lit.datamodules.samplers.UnrepeatedDistributedSampler` (every row on exactly one
+rank); training batches are shuffled and sharded by Lightning's distributed sampler.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from lightning.pytorch import LightningDataModule
+from torch.utils.data import DataLoader
+from transformers import PreTrainedTokenizerBase
+
+from kbqa_lit.backbones.causal import build_causal_tokenizer
+from kbqa_lit.data.tfs.prompts import TASKS, check_tasks, task_input, task_target
+from kbqa_lit.datamodules.samplers import UnrepeatedDistributedSampler
+from kbqa_lit.datamodules.split_files import _ALIASES, _STAGE_SPLITS, SPLITS, SplitFilesMixin
+from kbqa_lit.datamodules.tfs.instruction_batches import InstructionCollator, InstructionEncoder, pad_id
+from kbqa_lit.errors import UserInputError
+
+log = logging.getLogger(__name__)
+
+
+class InstructionDataModule(SplitFilesMixin, LightningDataModule):
+    """Instruction data for :class:`~kbqa_lit.modules.tfs.lora_causal_lm.LoraCausalLM` (TFS-KBQA).
+
+    Args:
+        data_dir: Folder of the split files (``train.jsonl``, ``dev.jsonl`` or ``val.jsonl``,
+            ``test.jsonl``); also home of a trained tokenizer (``.tokenizer/``).
+        train_file: Training file (JSON lines, common schema); default ``<data_dir>/train.jsonl``.
+            A relative path is looked up in ``data_dir`` first.
+        val_file: Validation file; default ``<data_dir>/dev.jsonl`` (or ``val.jsonl``).
+        test_file: Test file; default ``<data_dir>/test.jsonl``.
+        predict_file: File for ``predict``; default the test file.
+        synthetic_seed: When set and the split files are missing, build the synthetic world
+            (``build_world(data_dir, seed)``) into ``data_dir`` on first use.
+        synthetic_size: Size of that world: ``small``, ``medium`` or ``large``.
+        tasks: Instruction tasks of this run: one or several of ``s1``, ``s2_items``, ``s2_lf``,
+            ``s3`` (a list, or a comma-separated string); several are mixed in one run.
+        instructions: Task → instruction text, overriding the paper's instructions.
+        template: Prompt template: ``alpaca`` (default) or ``llama2_chat``.
+        system_prompt: System prompt of the ``llama2_chat`` template (``None``: no system block).
+        tokenizer_name_or_path: Hub name or local folder of the tokenizer (the base model's,
+            e.g. ``meta-llama/Llama-2-7b-hf`` or a merged model's folder); ``None`` trains a
+            byte-level BPE tokenizer on the training prompts and responses, cached under
+            ``<data_dir>/.tokenizer``.
+        vocab_size: Vocabulary size of a trained tokenizer.
+        max_length: Most prompt tokens (the paper's max input length, 128); a longer input is cut
+            at its end, the instruction and the response cue are kept.
+        max_response_length: Most response tokens, the end token included (never cut).
+        max_answers: S3 responses list at most this many answer names.
+        batch_size: Training batch size (per device; the paper uses 8).
+        eval_batch_size: Validation/test/predict batch size (per device).
+        num_workers: DataLoader worker processes.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | None = None,
+        train_file: str | None = None,
+        val_file: str | None = None,
+        test_file: str | None = None,
+        predict_file: str | None = None,
+        synthetic_seed: int | None = None,
+        synthetic_size: str = "small",
+        tasks: str | list[str] = "s1",
+        instructions: dict[str, str] | None = None,
+        template: str = "alpaca",
+        system_prompt: str | None = None,
+        tokenizer_name_or_path: str | None = None,
+        vocab_size: int = 2000,
+        max_length: int = 128,
+        max_response_length: int = 128,
+        max_answers: int = 10,
+        batch_size: int = 8,
+        eval_batch_size: int = 16,
+        num_workers: int = 0,
+    ) -> None:
+        super().__init__()
+        self._init_split_files(data_dir, train_file, val_file, test_file, predict_file, synthetic_seed)
+        try:
+            self.tasks: tuple[str, ...] = check_tasks(tasks)
+            InstructionEncoder(None, template, instructions, system_prompt, max_length, max_response_length)
+        except ValueError as exc:
+            raise UserInputError(str(exc)) from None
+        self.save_hyperparameters()
+        self._rows: dict[str, list[dict[str, Any]]] = {}
+        self.tokenizer: PreTrainedTokenizerBase = self._build_tokenizer()
+        self.encoder = InstructionEncoder(
+            self.tokenizer, template, instructions, system_prompt, max_length, max_response_length
+        )
+
+    # ------------------------------------------------------------------ files and examples
+
+    # ------------------------------------------------------------------ tokenizer
+
+    def _tokenizer_texts(self) -> list[str]:
+        self._ensure_data()
+        splits = ["train"] if self._has("train") else [s for s in ("val", "test", "predict") if self._has(s)]
+        if splits != ["train"]:
+            log.warning("no training file: training the tokenizer on %s", ", ".join(splits) or "nothing")
+        text_encoder = InstructionEncoder(
+            None,
+            self.hparams.template,
+            self.hparams.instructions,
+            self.hparams.system_prompt,
+        )
+        texts: list[str] = []
+        for split in dict.fromkeys(splits):
+            for ex in self.examples(split):
+                for task in TASKS:  # every task, so one tokenizer serves runs of any task mix
+                    target = task_target(task, ex, self.hparams.max_answers)
+                    texts.append(text_encoder.prompt_text(task, task_input(task, ex)))
+                    if target:
+                        texts.append(target)
+        return texts
+
+    def _build_tokenizer(self) -> PreTrainedTokenizerBase:
+        name = self.hparams.tokenizer_name_or_path
+        if name is not None:
+            return build_causal_tokenizer(name)
+        texts = self._tokenizer_texts()
+        if not texts:
+            raise UserInputError("no examples to train a tokenizer on; set tokenizer_name_or_path or the files")
+        return build_causal_tokenizer(
+            train_texts=texts, vocab_size=self.hparams.vocab_size, cache_dir=self._home() / ".tokenizer"
+        )
+
+    @property
+    def pad_token_id(self) -> int:
+        """The padding id of the tokenizer."""
+        return pad_id(self.tokenizer)
+
+    # ------------------------------------------------------------------ rows
+
+    def rows(self, split: str) -> list[dict[str, Any]]:
+        """Tokenised rows of ``split``: per example (file order), one row per task of this run.
+
+        A training row needs a gold response; an evaluation row without one keeps all-``-100``
+        labels (S2-t2 rows need the gold items, as their input is built from them).
+        """
+        split = _ALIASES.get(split, split)
+        if split not in self._rows:
+            out: list[dict[str, Any]] = []
+            skipped = 0
+            for i, ex in enumerate(self.examples(split)):
+                for task in self.tasks:
+                    target = task_target(task, ex, self.hparams.max_answers)
+                    if target is None and (split == "train" or task == "s2_lf"):
+                        skipped += 1
+                        continue
+                    row = self.encoder.encode(task, task_input(task, ex), target)
+                    row.update(index=i, task=TASKS.index(task))
+                    out.append(row)
+            if skipped:
+                log.info("%s: %d (example, task) rows without a gold response left out", split, skipped)
+            self._rows[split] = out
+        return self._rows[split]
+
+    def prepare_data(self) -> None:
+        """Build the synthetic world if asked to (rank 0 only)."""
+        self._ensure_data()
+
+    def setup(self, stage: str | None = None) -> None:
+        """Tokenise the splits the stage needs (``fit`` → train and, when present, val)."""
+        for split in _STAGE_SPLITS.get(stage or "", SPLITS):
+            if split == "val" and stage == "fit" and not self._has("val"):
+                continue
+            self.rows(split)
+
+    # ------------------------------------------------------------------ loaders
+
+    def _loader(self, split: str, batch_size: int, shuffle: bool) -> DataLoader:
+        rows = self.rows(split)
+        world, rank = self._world()
+        sampler = UnrepeatedDistributedSampler(rows, world, rank) if world > 1 and not shuffle else None
+        workers = self.hparams.num_workers
+        return DataLoader(
+            rows,  # type: ignore[arg-type]
+            batch_size=batch_size,
+            shuffle=shuffle,
+            sampler=sampler,
+            collate_fn=InstructionCollator(self.pad_token_id),
+            num_workers=workers,
+            persistent_workers=workers > 0,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        """Shuffled training rows of every task (Lightning shards them under DDP)."""
+        return self._loader("train", self.hparams.batch_size, shuffle=True)
+
+    def val_dataloader(self) -> DataLoader | list:
+        """Validation rows in order (exactly one rank per row under DDP); ``[]`` without a file."""
+        return self._loader("val", self.hparams.eval_batch_size, False) if self._has("val") else []
+
+    def test_dataloader(self) -> DataLoader:
+        """Test rows in order (exactly one rank per row under DDP)."""
+        return self._loader("test", self.hparams.eval_batch_size, shuffle=False)
+
+    def predict_dataloader(self) -> DataLoader:
+        """Prediction rows in order (exactly one rank per row under DDP)."""
+        return self._loader("predict", self.hparams.eval_batch_size, shuffle=False)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Nothing to restore: the data and tokenizer are rebuilt from the hyper-parameters."""
+        return {}
+
+
+__all__ = ["InstructionDataModule"]

@@ -1,0 +1,1 @@
+"""CoQ's LightningModules: the joint relation/entity classifier and the multitask generator."""

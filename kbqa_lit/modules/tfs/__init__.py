@@ -1,0 +1,1 @@
+"""TFS-KBQA's LightningModule: the LoRA causal LM fine-tuned on the instruction tasks."""

@@ -1,0 +1,1 @@
+"""CoQ across its trained parts: decomposition, pattern selection and writing."""

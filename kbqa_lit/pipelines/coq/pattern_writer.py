@@ -1,0 +1,150 @@
+"""``PatternWriter``: ``kbqa predict`` of the schema classifier → examples with refined items and patterns.
+
+For every predicted example (:meth:`SchemaClassifier.predict_step` gives the probabilities of its
+candidate relations and entities) the writer
+
+1. refines: keeps the items whose probability reaches ``threshold`` (best first; at least the
+   ``min_refined`` best of each kind), written as ``meta["refined_relations"]`` and
+   ``meta["refined_entities"]`` (``[[id, prob], ...]``);
+2. selects patterns (:class:`~kbqa_lit.pipelines.coq.patterns.PatternSelector`): KB-connected
+   pairs of refined relations and entities, scored over the decomposition's sub-chains with the
+   same classifier, top-k → ``meta["patterns"]`` (``[{"relation", "entity", "label", "score"}]``);
+3. writes the examples, every other field kept, as JSON lines to ``out`` once all ranks are done
+   (rank 0, atomically, in file order) — ready for ``GenerationDataModule(patterns="predicted")``.
+
+Entity labels met on the way (candidates' labels) are added to ``meta["entity_candidates"]`` only
+when the example has none there, so denormalisation of generated S-expressions can use them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Literal
+
+import lightning as L
+import torch.distributed as dist
+from lightning.pytorch.callbacks import Callback
+
+from kbqa_lit.data.schema import KBQAExample, write_jsonl
+from kbqa_lit.kb.store import open_store
+from kbqa_lit.pipelines.coq.patterns import PATTERN_SELECTION_MODES, PatternSelector
+
+log = logging.getLogger(__name__)
+
+
+def refine(scored: list[list[Any]], threshold: float, min_refined: int = 0) -> list[list[Any]]:
+    """``[[id, prob], ...]`` at or above ``threshold``, best first; at least the ``min_refined`` best."""
+    ranked = sorted(([str(i), float(p)] for i, p in scored), key=lambda x: -x[1])
+    return [x for n, x in enumerate(ranked) if x[1] >= threshold or n < min_refined]
+
+
+class PatternWriter(Callback):
+    """Write refined relations/entities and top-k patterns of ``kbqa predict`` into the examples.
+
+    Args:
+        store: The KB for connectivity: an Oxigraph store folder or an http(s) SPARQL endpoint;
+            ``None`` uses the datamodule's ``store_spec``.
+        out: Output JSON-lines file; ``None`` writes ``<default_root_dir>/patterns.jsonl``.
+        top_k: Patterns kept per example (5 CWQ, 3 WebQSP).
+        threshold: Refinement threshold; ``None`` uses the classifier's ``threshold``.
+        mode: ``scored`` (the paper), ``random`` (seeded) or ``oracle`` (gold pairs).
+        seed: Seed of ``random``.
+        min_refined: Keep at least this many relations and entities per example, even below the
+            threshold (0: strictly the threshold).
+    """
+
+    def __init__(
+        self,
+        store: str | None = None,
+        out: str | None = None,
+        top_k: int = 5,
+        threshold: float | None = None,
+        mode: Literal["scored", "random", "oracle"] = "scored",
+        seed: int = 0,
+        min_refined: int = 1,
+    ) -> None:
+        super().__init__()
+        if mode not in PATTERN_SELECTION_MODES:
+            raise ValueError(f"mode must be one of {PATTERN_SELECTION_MODES}, got {mode!r}")
+        self.store_spec, self.out = store, out
+        self.top_k, self.threshold, self.mode, self.seed = top_k, threshold, mode, seed
+        self.min_refined = min_refined
+        self._selector: PatternSelector | None = None
+        self._kb: Any = None
+        self._rows: dict[int, KBQAExample] = {}
+        #: The file written by the last predict run (``None`` before).
+        self.written: Path | None = None
+
+    def on_predict_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Open the store and reset the collected rows."""
+        spec = self.store_spec
+        if spec is None and self.mode != "oracle":
+            spec = getattr(trainer.datamodule, "store_spec", None)
+        self._kb = open_store(spec) if spec is not None else None
+        self._selector = PatternSelector(
+            self._kb,
+            top_k=self.top_k,
+            mode=self.mode,
+            seed=self.seed,
+            max_entity_relations=int(getattr(pl_module.hparams, "max_entity_relations", 8)),
+        )
+        self._rows = {}
+
+    def _examples(self, trainer: L.Trainer) -> list[KBQAExample]:
+        return trainer.datamodule.examples("predict")  # type: ignore[union-attr]
+
+    def on_predict_batch_end(
+        self,
+        trainer: L.Trainer,
+        pl_module: L.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
+        """Refine and select the patterns of each example of the batch."""
+        assert self._selector is not None
+        examples = self._examples(trainer)
+        threshold = self.threshold if self.threshold is not None else float(pl_module.hparams.threshold)
+        use_d = bool(getattr(trainer.datamodule, "hparams", {}).get("use_decomposition", True))
+        for rec in outputs:
+            ex = examples[int(rec["index"])]
+            rels = refine(rec["relations"], threshold, self.min_refined)
+            ents = refine(rec["entities"], threshold, self.min_refined)
+            patterns = self._selector.select(
+                ex,
+                [r for r, _ in rels],
+                [e for e, _ in ents],
+                scorer=pl_module,  # type: ignore[arg-type]
+                entity_labels=rec.get("entity_labels"),
+                entity_relations=rec.get("entity_relations"),
+                use_decomposition=use_d,
+            )
+            meta = dict(ex.meta)
+            meta["refined_relations"] = rels
+            meta["refined_entities"] = ents
+            meta["patterns"] = patterns
+            if not meta.get("entity_candidates") and rec.get("entity_labels"):
+                meta["entity_candidates"] = dict(rec["entity_labels"])
+            self._rows[int(rec["index"])] = replace(ex, meta=meta)
+
+    def on_predict_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Gather the rows of every rank and write them in file order (rank 0)."""
+        rows = self._rows
+        if trainer.world_size > 1 and dist.is_available() and dist.is_initialized():
+            gathered: list[Any] = [None] * trainer.world_size
+            dist.all_gather_object(gathered, rows)
+            rows = {k: v for part in gathered for k, v in part.items()}
+        if trainer.is_global_zero:
+            out = Path(self.out) if self.out else Path(trainer.default_root_dir) / "patterns.jsonl"
+            n = write_jsonl((rows[i] for i in sorted(rows)), out)
+            log.info("wrote %d examples with patterns to %s", n, out)
+            self.written = out
+        if self._kb is not None:
+            self._kb.close()
+        self._kb, self._selector = None, None
+
+
+__all__ = ["PatternWriter", "refine"]

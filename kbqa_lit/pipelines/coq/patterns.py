@@ -1,0 +1,246 @@
+"""CoQ step 3: patterns = KB-connected (relation, entity) pairs, scored over the decomposition's sub-chains.
+
+Candidate patterns are the pairs ``(r, e)`` of a refined relation and a refined entity that are
+connected in the KB — ``ASK { { <e> <r> ?x } UNION { ?x <r> <e> } }`` with full IRIs, asked for
+many pairs at once with ``VALUES`` and cached per pair (:class:`Connectivity`). Each candidate is
+scored over the sub-chains ``D_i = [SUBQ] q_i [ANS] a_i`` of the decomposition::
+
+    s(P) = Σ_i [ s(q, D_i, r) + s(q, D_i, e) ]
+
+with the classifier's probabilities (:class:`PatternScorer`, e.g.
+:class:`~kbqa_lit.modules.coq.schema_classifier.SchemaClassifier`); without a decomposition there is
+one chunk and ``D`` is left out of the item (as in the "w/o decomposition" training items). The
+top-k are kept (k=5 CWQ, 3 WebQSP).
+
+Modes of :class:`PatternSelector`: ``scored`` (the paper), ``random`` (connected pairs in a
+seeded random order, score ``None``) and ``oracle`` (the gold pairs of the S-expression, see
+:func:`~kbqa_lit.data.coq.generator_inputs.gold_patterns`, score ``None``, not cut to k).
+Patterns are dicts ``{"relation", "entity", "label", "score"}``, the shape
+:mod:`kbqa_lit.data.coq.generator_inputs` reads from ``meta["patterns"]``.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, Protocol
+
+from kbqa_lit.data.coq.classifier_texts import entity_item_relations
+from kbqa_lit.data.coq.generator_inputs import gold_patterns
+from kbqa_lit.data.schema import KBQAExample
+from kbqa_lit.errors import UserInputError
+from kbqa_lit.kb.iri import iri, is_entity_id, local_id
+
+PATTERN_SELECTION_MODES = ("scored", "random", "oracle")
+_SUBQ_RE = re.compile(r"(?=\[SUBQ\])")
+
+
+class PatternScorer(Protocol):
+    """What pattern scoring needs from the classifier: item probabilities."""
+
+    def score_relations(self, question: str, decomposition: str | None, relations: Sequence[str]) -> list[float]:
+        """``s(q, D, r)`` per relation."""
+        ...
+
+    def score_entities(
+        self, question: str, decomposition: str | None, entities: Sequence[tuple[str, str, Sequence[str]]]
+    ) -> list[float]:
+        """``s(q, D, e)`` per ``(entity id, label, listed relations)``."""
+        ...
+
+
+def sub_chains(decomposition: str | None) -> list[str | None]:
+    """Split ``[SUBQ] q1 [ANS] a1 [SUBQ] q2 ...`` into ``["[SUBQ] q1 [ANS] a1", ...]``.
+
+    A missing or empty decomposition gives ``[None]``: one chunk, the question alone. Text before
+    the first ``[SUBQ]`` and a trailing ``[SCHEMA]`` part are dropped.
+    """
+    if not decomposition or not decomposition.strip():
+        return [None]
+    text = decomposition.split("[SCHEMA]", 1)[0]
+    chunks = [" ".join(c.split()) for c in _SUBQ_RE.split(text)]
+    chunks = [c for c in chunks if c.startswith("[SUBQ]")]
+    return list(chunks) if chunks else [" ".join(text.split()) or None]
+
+
+def ask_query(relation: str, entity: str) -> str:
+    """The ASK of one pair: ``{ <e> <r> ?x } UNION { ?x <r> <e> }`` with full IRIs."""
+    r, e = f"<{iri(relation)}>", f"<{iri(entity)}>"
+    return f"ASK {{ {{ {e} {r} ?x }} UNION {{ ?x {r} {e} }} }}"
+
+
+class Connectivity:
+    """Which (relation, entity) pairs are connected in the KB; batched and cached per pair.
+
+    Args:
+        store: Anything with ``execute(sparql) -> ExecutionResult`` (an Oxigraph or endpoint store).
+        batch_size: Pairs per ``VALUES`` query; when a batch query fails, its pairs are asked one
+            ``ASK`` at a time (a pair whose ASK fails counts as not connected).
+    """
+
+    def __init__(self, store: Any, batch_size: int = 100) -> None:
+        self.store = store
+        self.batch_size = batch_size
+        self.cache: dict[tuple[str, str], bool] = {}
+
+    def _ask(self, relation: str, entity: str) -> bool:
+        result = self.store.execute(ask_query(relation, entity))
+        return bool(result.ok and result.answers == ["true"])
+
+    def _batch(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], bool]:
+        values = " ".join(f"(<{iri(r)}> <{iri(e)}>)" for r, e in pairs)
+        query = (
+            f"SELECT DISTINCT ?k WHERE {{ VALUES (?r ?e) {{ {values} }} {{ ?e ?r ?x }} UNION {{ ?x ?r ?e }} "
+            'BIND(CONCAT(STR(?r), "\\t", STR(?e)) AS ?k) }'
+        )
+        result = self.store.execute(query)
+        if not result.ok:
+            return {p: self._ask(*p) for p in pairs}
+        found = set()
+        for value in result.answers:
+            r, _, e = value.partition("\t")
+            found.add((local_id(r), local_id(e)))
+        return {p: p in found for p in pairs}
+
+    def connected(self, pairs: Iterable[tuple[str, str]]) -> list[bool]:
+        """Whether each ``(relation, entity)`` pair is connected (non-entity ids never are)."""
+        pairs = list(pairs)
+        todo = [p for p in dict.fromkeys(pairs) if p not in self.cache]
+        for p in [p for p in todo if not is_entity_id(p[1])]:
+            self.cache[p] = False
+        todo = [p for p in todo if p not in self.cache]
+        for start in range(0, len(todo), self.batch_size):
+            self.cache.update(self._batch(todo[start : start + self.batch_size]))
+        return [self.cache[p] for p in pairs]
+
+
+def pattern_scores(
+    question: str,
+    decomposition: str | None,
+    pairs: Sequence[tuple[str, str]],
+    scorer: PatternScorer,
+    entity_labels: Mapping[str, str] | None = None,
+    entity_relations: Mapping[str, Sequence[str]] | None = None,
+    refined_relations: Sequence[str] = (),
+    max_entity_relations: int = 8,
+) -> list[float]:
+    """``s(P) = Σ_i [s(q, D_i, r) + s(q, D_i, e)]`` for each pair, over :func:`sub_chains`.
+
+    Args:
+        question: The question ``q``.
+        decomposition: The decomposition (``None``: one chunk without ``D``).
+        pairs: ``(relation, entity)`` pairs.
+        scorer: Gives the item probabilities.
+        entity_labels: Entity id → label for the entity items (default: the id).
+        entity_relations: Entity id → 1-hop relations; the entity item lists those among
+            ``refined_relations``.
+        refined_relations: The refined relations (order kept in the entity items).
+        max_entity_relations: At most this many relations per entity item.
+    """
+    if not pairs:
+        return []
+    labels = entity_labels or {}
+    hops = entity_relations or {}
+    rels = list(dict.fromkeys(r for r, _ in pairs))
+    ents = list(dict.fromkeys(e for _, e in pairs))
+    items = [
+        (e, labels.get(e) or e, entity_item_relations(hops.get(e, []), refined_relations, max_entity_relations))
+        for e in ents
+    ]
+    totals = [0.0] * len(pairs)
+    for chunk in sub_chains(decomposition):
+        rel_s = dict(zip(rels, scorer.score_relations(question, chunk, rels), strict=True))
+        ent_s = dict(zip(ents, scorer.score_entities(question, chunk, items), strict=True))
+        for i, (r, e) in enumerate(pairs):
+            totals[i] += float(rel_s[r]) + float(ent_s[e])
+    return totals
+
+
+class PatternSelector:
+    """Pick the top-k patterns of an example from its refined relations and entities.
+
+    Args:
+        store: The KB (for connectivity); not used by ``oracle``.
+        top_k: Patterns kept (5 CWQ, 3 WebQSP).
+        mode: ``scored``, ``random`` (seeded) or ``oracle`` (gold pairs).
+        seed: Seed of ``random`` (combined with the question id).
+        max_entity_relations: Relations listed per entity item when scoring.
+        batch_size: Pairs per connectivity query.
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        top_k: int = 5,
+        mode: Literal["scored", "random", "oracle"] = "scored",
+        seed: int = 0,
+        max_entity_relations: int = 8,
+        batch_size: int = 100,
+    ) -> None:
+        if mode not in PATTERN_SELECTION_MODES:
+            raise UserInputError(f"pattern mode must be one of {', '.join(PATTERN_SELECTION_MODES)}, got {mode!r}")
+        if top_k < 1:
+            raise UserInputError(f"top_k must be >= 1, got {top_k}")
+        self.connectivity = Connectivity(store, batch_size) if store is not None else None
+        self.top_k, self.mode, self.seed = top_k, mode, seed
+        self.max_entity_relations = max_entity_relations
+
+    def candidate_pairs(self, relations: Sequence[str], entities: Sequence[str]) -> list[tuple[str, str]]:
+        """The connected pairs of ``relations × entities`` (relation-major order)."""
+        if self.connectivity is None:
+            raise UserInputError("pattern selection needs a store for connectivity")
+        pairs = [(r, e) for r in dict.fromkeys(relations) for e in dict.fromkeys(entities)]
+        return [p for p, ok in zip(pairs, self.connectivity.connected(pairs), strict=True) if ok]
+
+    def select(
+        self,
+        ex: KBQAExample,
+        relations: Sequence[str],
+        entities: Sequence[str],
+        scorer: PatternScorer | None = None,
+        entity_labels: Mapping[str, str] | None = None,
+        entity_relations: Mapping[str, Sequence[str]] | None = None,
+        use_decomposition: bool = True,
+    ) -> list[dict[str, Any]]:
+        """The patterns of ``ex`` (best first) from its refined ``relations`` and ``entities``.
+
+        Args:
+            ex: The example (question, decomposition, qid, gold S-expression for ``oracle``).
+            relations: Refined relation ids, best first.
+            entities: Refined entity ids, best first.
+            scorer: The classifier (required by ``scored``).
+            entity_labels: Entity id → label (default: the example's labels).
+            entity_relations: Entity id → 1-hop relations, for the entity items.
+            use_decomposition: Score over the sub-chains (false: one chunk without ``D``).
+        """
+        labels = dict(ex.entity_labels())
+        labels.update(entity_labels or {})
+        if self.mode == "oracle":
+            return [
+                {"relation": r, "entity": e, "label": labels.get(e), "score": None}
+                for r, e in gold_patterns(ex.s_expression)
+            ]
+        pairs = self.candidate_pairs(relations, entities)
+        if self.mode == "random":
+            random.Random(f"{self.seed}:{ex.qid}").shuffle(pairs)
+            return [{"relation": r, "entity": e, "label": labels.get(e), "score": None} for r, e in pairs[: self.top_k]]
+        if scorer is None:
+            raise UserInputError("pattern mode 'scored' needs a scorer (the schema classifier)")
+        d = ex.decomposition if use_decomposition else None
+        scores = pattern_scores(
+            ex.question, d, pairs, scorer, labels, entity_relations, list(relations), self.max_entity_relations
+        )
+        ranked = sorted(zip(pairs, scores, strict=True), key=lambda x: -x[1])[: self.top_k]
+        return [{"relation": r, "entity": e, "label": labels.get(e), "score": s} for (r, e), s in ranked]
+
+
+__all__ = [
+    "PATTERN_SELECTION_MODES",
+    "Connectivity",
+    "PatternScorer",
+    "PatternSelector",
+    "ask_query",
+    "pattern_scores",
+    "sub_chains",
+]

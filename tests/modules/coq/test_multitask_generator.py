@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+import torch.nn.functional as F
+from lightning.pytorch import Trainer, seed_everything
+
+from kbqa_lit.data.schema import Answer, KBQAExample, write_jsonl
+from kbqa_lit.datamodules.coq.generation import GenerationDataModule
+from kbqa_lit.modules.coq.multitask_generator import MultitaskGenerator
+
+NAMES = ["Ada Lovelace", "Alan Turing", "Grace Hopper", "Edsger Dijkstra", "Barbara Liskov", "Donald Knuth"]
+CITIES = ["London", "Paris", "Rome"]
+SMALL_T5 = {"d_model": 32, "d_ff": 64, "num_heads": 2, "d_kv": 16}
+
+
+def toy(n: int, offset: int = 0) -> list[KBQAExample]:
+    out = []
+    for i in range(n):
+        name, city = NAMES[(i + offset) % len(NAMES)], CITIES[(i + offset) % len(CITIES)]
+        out.append(
+            KBQAExample(
+                qid=f"t{offset}-{i}",
+                question=f"Where was {name} born?",
+                answers=[Answer(f"m.c{i % 3}", city)],
+                topic_entities={f"m.p{i}": name},
+                s_expression=f"(JOIN (R people.person.place_of_birth) m.p{i})",
+                decomposition=f"[SUBQ] where was {name} born? [ANS] {city}",
+            )
+        )
+    return out
+
+
+@pytest.fixture(scope="module")
+def dm(tmp_path_factory: pytest.TempPathFactory) -> GenerationDataModule:
+    d = tmp_path_factory.mktemp("gen")
+    write_jsonl(toy(8), d / "train.jsonl")
+    write_jsonl(toy(5, offset=1), d / "dev.jsonl")
+    write_jsonl(toy(3, offset=2), d / "test.jsonl")
+    data = GenerationDataModule(data_dir=str(d), vocab_size=150, batch_size=4, eval_batch_size=4, patterns="none")
+    data.setup("fit")
+    return data
+
+
+@pytest.fixture()
+def batch(dm: GenerationDataModule) -> dict[str, torch.Tensor]:
+    return next(iter(dm.val_dataloader()))
+
+
+def make_module(dm: GenerationDataModule, **kw) -> MultitaskGenerator:
+    seed_everything(0)
+    return MultitaskGenerator(model_config=SMALL_T5, tokenizer=dm.tokenizer, **kw)
+
+
+def ce(module: MultitaskGenerator, batch: dict[str, torch.Tensor], prefix: str) -> torch.Tensor:
+    labels = batch[f"{prefix}labels"]
+    logits = module.model(
+        input_ids=batch[f"{prefix}input_ids"], attention_mask=batch[f"{prefix}attention_mask"], labels=labels
+    ).logits
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
+
+
+def test_loss_is_lf_plus_alpha_answer(dm, batch) -> None:
+    m = make_module(dm, alpha=0.6).eval()
+    with torch.no_grad():
+        losses = m.compute_losses(batch)
+        l_lf, l_ans = ce(m, batch, ""), ce(m, batch, "ans_")
+    torch.testing.assert_close(losses["loss_lf"], l_lf)
+    torch.testing.assert_close(losses["loss_ans"], l_ans)
+    torch.testing.assert_close(losses["loss"], l_lf + 0.6 * l_ans)
+
+
+def test_alpha_zero_and_no_answer_task(dm, batch) -> None:
+    m = make_module(dm, alpha=0.0).eval()
+    with torch.no_grad():
+        losses = m.compute_losses(batch)
+        assert "loss_ans" not in losses and torch.equal(losses["loss"], losses["loss_lf"])
+        m.hparams.alpha = 0.6
+        lf_only = {k: v for k, v in batch.items() if not k.startswith("ans_")}
+        losses = m.compute_losses(lf_only)
+        assert "loss_ans" not in losses and torch.equal(losses["loss"], ce(m, batch, ""))
+    with pytest.raises(ValueError):
+        MultitaskGenerator(model_config=SMALL_T5, tokenizer=dm.tokenizer, alpha=-1)
+
+
+def test_generate_lf_and_answer(dm, batch) -> None:
+    m = make_module(dm).train()
+    beams = m.generate_lf(batch, num_beams=3, num_return_sequences=2, max_new_tokens=6)
+    assert len(beams) == batch["input_ids"].shape[0]
+    assert all(len(b) == 2 and all(isinstance(s, str) and s == " ".join(s.split()) for s in b) for b in beams)
+    answers = m.generate_answer(batch, max_new_tokens=4)
+    assert len(answers) == len(beams) and all(isinstance(a, str) for a in answers)
+    assert m.training  # mode restored
+    assert m.generate_answer({k: v for k, v in batch.items() if not k.startswith("ans_")}) == []
+    with pytest.raises(ValueError):
+        m.generate_lf(batch, num_beams=2, num_return_sequences=3)
+
+
+def test_optimizer_groups_skip_bias_and_layernorm(dm) -> None:
+    m = make_module(dm, weight_decay=0.1, warmup_steps=2, learning_rate=1e-3)
+    decay, no_decay = m.param_groups()
+    norms = {id(p) for mod in m.model.modules() if "LayerNorm" in type(mod).__name__ for p in mod.parameters()}
+    biases = {id(p) for n, p in m.model.named_parameters() if n.endswith(".bias")}
+    assert {id(p) for p in no_decay["params"]} == norms | biases and norms
+    assert not ({id(p) for p in decay["params"]} & (norms | biases))
+    assert len(decay["params"]) + len(no_decay["params"]) == len(list(m.model.parameters()))
+    assert decay["weight_decay"] == 0.1 and no_decay["weight_decay"] == 0.0
+    m._trainer = SimpleNamespace(estimated_stepping_batches=10)  # what configure_optimizers reads
+    conf = m.configure_optimizers()
+    opt, sched = conf["optimizer"], conf["lr_scheduler"]["scheduler"]
+    assert isinstance(opt, torch.optim.AdamW) and conf["lr_scheduler"]["interval"] == "step"
+    lrs = []
+    for _ in range(10):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert lrs[0] == 0.0 and lrs[2] == pytest.approx(1e-3)  # linear warm-up over 2 steps
+    assert lrs[2] > lrs[5] > lrs[9] > 0.0  # then linear decay
+
+
+def test_fast_dev_run_fit_logs_and_checkpoint_round_trip(dm, tmp_path: Path) -> None:
+    m = make_module(dm)
+    trainer = Trainer(
+        fast_dev_run=2,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=str(tmp_path),
+    )
+    trainer.fit(m, datamodule=dm)
+    keys = set(trainer.callback_metrics)
+    assert {"train/loss", "train/loss_lf", "train/loss_ans", "val/loss"} <= keys
+    assert not [k for k in keys if k.startswith("val/") and k != "val/loss"]
+    ckpt = tmp_path / "m.ckpt"
+    trainer.save_checkpoint(str(ckpt))
+    restored = MultitaskGenerator.load_from_checkpoint(str(ckpt))  # no tokenizer given
+    assert "tokenizer" not in restored.hparams and restored.hparams.model_config == SMALL_T5
+    assert restored.tokenizer is not None and restored.tokenizer.get_vocab() == dm.tokenizer.get_vocab()
+    assert restored.model.config.vocab_size == len(dm.tokenizer)
+    batch = next(iter(dm.test_dataloader()))
+    m.eval()
+    restored.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(restored.compute_losses(batch)["loss"], m.compute_losses(batch)["loss"])
+    out = trainer.test(restored, datamodule=dm, verbose=False)[0]
+    assert set(out) == {"test/loss"}
+    (pred,) = trainer.predict(restored, datamodule=dm)
+    assert pred["index"] == [0, 1, 2] and len(pred["lf"]) == len(pred["answer"]) == 3

@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import pytest
+
+from kbqa_lit.errors import DataFormatError, UserInputError
+from kbqa_lit.pipelines.coq.decomposition.few_shot import DATASETS, DecompositionPrompt, load_cases, shipped_cases_path
+from kbqa_lit.pipelines.coq.decomposition.parser import parse_decomposition
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_shipped_cases_are_well_formed(dataset):
+    cases = load_cases(shipped_cases_path(dataset))
+    assert len(cases) == 2
+    for case in cases:
+        d = parse_decomposition(case.decomposition)
+        assert d.ok and len(d.steps) >= 2 and d.entities and d.relations
+        # the exact output form: rendering the parse gives the case text back
+        assert d.render(with_schema=True) == case.decomposition
+
+
+def test_prompt_layout():
+    p = DecompositionPrompt("cwq")
+    text = p.render("Who is the  mayor of the capital of France?")
+    assert text.startswith(p.instruction)
+    assert text.endswith('Decompose the question "Who is the mayor of the capital of France?" step by step:\n')
+    assert text.count("Decompose the question") == 3
+    for case in p.cases:
+        assert f'Decompose the question "{case.question}" step by step:\n{case.decomposition}\n\n' in text
+
+
+def test_datasets_give_different_cases():
+    texts = {d: DecompositionPrompt(d).render("q?") for d in DATASETS}
+    assert len(set(texts.values())) == len(DATASETS)
+    assert "metaqa.movie." in texts["metaqa"] and "pathquestion.relation." in texts["pathquestion"]
+
+
+def test_own_case_file_and_num_cases(tmp_path):
+    f = tmp_path / "mine.txt"
+    f.write_text(
+        "# my cases\n\nQuestion: who wrote Dune?\nDecomposition: [SUBQ] who wrote Dune? [ANS] Frank Herbert "
+        "[SCHEMA] Dune [SEP] book.written_work.author\n\n\n"
+        "Question: where was the author of Dune born?\nDecomposition: [SUBQ] who wrote Dune? [ANS] #1 "
+        "[SUBQ] where was #1 born? [ANS] #2 [SCHEMA] Dune [SEP] book.written_work.author "
+        "[REL] people.person.place_of_birth\n"
+    )
+    p = DecompositionPrompt(dataset="webqsp", cases_file=str(f))
+    assert [c.question for c in p.cases] == ["who wrote Dune?", "where was the author of Dune born?"]
+    assert "Frank Herbert" in p.render("x?") and "Natalie Portman" not in p.render("x?")
+    one = DecompositionPrompt(cases_file=str(f), num_cases=1, instruction="")
+    assert one.render("x?") == (
+        'Decompose the question "who wrote Dune?" step by step:\n'
+        + one.cases[0].decomposition
+        + '\n\nDecompose the question "x?" step by step:\n'
+    )
+    assert DecompositionPrompt(cases_file=str(f), num_cases=0, instruction="").render("x?") == (
+        'Decompose the question "x?" step by step:\n'
+    )
+
+
+def test_missing_case_file_and_unknown_dataset(tmp_path):
+    with pytest.raises(UserInputError, match="no such decomposition case file"):
+        DecompositionPrompt(cases_file=str(tmp_path / "nope.txt"))
+    with pytest.raises(UserInputError, match="no decomposition cases for dataset 'freebase'"):
+        DecompositionPrompt("freebase")
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "reason"),
+    [
+        ("Question: a?\n", 1, "a case is two lines"),
+        ("Question: a?\nDecomposition: [SUBQ] a? [ANS] b [SCHEMA] e [SEP] r\nextra\n", 1, "a case is two lines"),
+        ("Q: a?\nDecomposition: [SUBQ] a? [ANS] b [SCHEMA] e\n", 1, "must start with 'Question"),
+        ("Question: a?\nAnswer: [SUBQ] a? [ANS] b [SCHEMA] e\n", 2, "must be 'Decomposition"),
+        ("\n\nQuestion: a?\nDecomposition: the answer is b\n", 4, "bad decomposition: no \\[SUBQ\\] step"),
+        ("Question: a?\nDecomposition: [SUBQ] a? [ANS] b\n", 2, "no \\[SCHEMA\\] part"),
+        ("Question:\nDecomposition: [SUBQ] a? [ANS] b [SCHEMA] e\n", 1, "empty question"),
+    ],
+)
+def test_malformed_case_file_names_file_and_line(tmp_path, text, line, reason):
+    f = tmp_path / "bad.txt"
+    f.write_text(text)
+    with pytest.raises(DataFormatError, match=reason) as exc:
+        load_cases(f)
+    assert exc.value.path == str(f) and exc.value.where == line
+
+
+def test_empty_case_file(tmp_path):
+    f = tmp_path / "empty.txt"
+    f.write_text("# nothing but comments\n\n")
+    with pytest.raises(DataFormatError, match="no cases"):
+        load_cases(f)
