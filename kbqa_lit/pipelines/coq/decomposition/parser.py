@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The header that introduces a question in the few-shot prompt (see :mod:`kbqa_lit.pipelines.coq.decomposition.few_shot`).
+#: The header that introduces a question in the few-shot prompt (see :mod:`.few_shot`).
 HEADER_TEMPLATE = 'Decompose the question "{question}" step by step:'
 MARKERS = ("SUBQ", "ANS", "SCHEMA", "ENT", "SEP", "REL")
 _MARKER_RE = re.compile(r"\[\s*(SUBQ|ANS|SCHEMA|ENT|SEP|REL)\s*\]", re.IGNORECASE)
