@@ -40,7 +40,7 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
-from kbqa_lit.backbones.seq2seq import save_tokenizer_atomically, texts_fingerprint
+from kbqa_lit.backbones.common import load_source, save_tokenizer_atomically, texts_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +60,6 @@ UNK, BOS, EOS, PAD = "<unk>", "<s>", "</s>", "<pad>"
 _TOKENIZER_FORMAT = 1  # bump when the trained tokenizer's recipe changes (invalidates caches)
 _NEW_DTYPE_KWARG = int(transformers.__version__.split(".")[0]) >= 5
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-def _local_dir(name_or_path: str | os.PathLike[str]) -> Path | None:
-    path = Path(name_or_path).expanduser()
-    return path if path.is_dir() else None
 
 
 def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
@@ -144,8 +139,8 @@ def build_causal_tokenizer(
             tokenizer has no end token.
     """
     if name_or_path is not None:
-        local = _local_dir(name_or_path)
-        tok = AutoTokenizer.from_pretrained(str(local or name_or_path), local_files_only=local is not None)
+        path, local = load_source(name_or_path)
+        tok = AutoTokenizer.from_pretrained(path, local_files_only=local)
     else:
         texts = [t for t in (train_texts or ()) if t]
         if not texts:
@@ -213,13 +208,11 @@ def build_causal_lm(
     dtype = resolve_dtype(torch_dtype)
     overrides = dict(config or {})
     if name_or_path is not None:
-        local = _local_dir(name_or_path)
+        path, local = load_source(name_or_path)
         kwargs: dict[str, Any] = dict(overrides)
         if dtype is not None:  # ``torch_dtype`` before transformers 4.56, ``dtype`` since
             kwargs["dtype" if _NEW_DTYPE_KWARG else "torch_dtype"] = dtype
-        model = AutoModelForCausalLM.from_pretrained(
-            str(local or name_or_path), local_files_only=local is not None, **kwargs
-        )
+        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=local, **kwargs)
     else:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(init_seed)

@@ -20,13 +20,9 @@ again is a no-op), and the model's embeddings are resized when the tokenizer has
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
-import shutil
 import string
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -39,6 +35,8 @@ from transformers import (
     T5Config,
     T5ForConditionalGeneration,
 )
+
+from kbqa_lit.backbones.common import load_source, save_tokenizer_atomically, texts_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +58,6 @@ PAD, EOS, UNK = "<pad>", "</s>", "<unk>"
 _TOKENIZER_FORMAT = 1  # bump when the trained tokenizer's recipe changes (invalidates caches)
 
 
-def is_local_dir(name_or_path: str | os.PathLike[str]) -> bool:
-    """Whether ``name_or_path`` is an existing local folder (else a hub name: loaded with network)."""
-    return Path(name_or_path).expanduser().is_dir()
-
-
 def add_special_tokens(tokenizer: PreTrainedTokenizerBase, tokens: Iterable[str] = SPECIAL_TOKENS) -> int:
     """Add ``tokens`` as special tokens unless they already are; return how many were new.
 
@@ -76,16 +69,6 @@ def add_special_tokens(tokenizer: PreTrainedTokenizerBase, tokens: Iterable[str]
     if not missing:
         return 0
     return int(tokenizer.add_special_tokens({"additional_special_tokens": missing}, replace_extra_special_tokens=False))
-
-
-def texts_fingerprint(header: list[Any], texts: list[str]) -> str:
-    """A short hash of a JSON-able ``header`` (recipe settings) and the training texts: a cache key."""
-    h = hashlib.sha256()
-    h.update(json.dumps(header).encode())
-    for text in texts:
-        h.update(text.encode("utf-8"))
-        h.update(b"\x00")
-    return h.hexdigest()[:20]
 
 
 def train_subword_tokenizer(texts: Iterable[str], vocab_size: int = 2000) -> PreTrainedTokenizerFast:
@@ -172,8 +155,7 @@ def _load_or_train_tokenizer(
     special: tuple[str, ...],
 ) -> PreTrainedTokenizerBase:
     if name_or_path is not None:
-        local = is_local_dir(name_or_path)
-        path = str(Path(name_or_path).expanduser()) if local else str(name_or_path)
+        path, local = load_source(name_or_path)
         tok = AutoTokenizer.from_pretrained(path, local_files_only=local)
         add_special_tokens(tok, special)
         return tok
@@ -195,22 +177,6 @@ def _load_or_train_tokenizer(
     save_tokenizer_atomically(tok, target)
     log.info("trained a %d-token tokenizer, cached in %s", len(tok), target)
     return tok
-
-
-def save_tokenizer_atomically(tok: PreTrainedTokenizerBase, target: Path) -> None:
-    """``save_pretrained`` into a temp folder beside ``target``, then rename (safe across ranks)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
-        tok.save_pretrained(str(tmp))
-        try:
-            os.replace(tmp, target)
-        except OSError:  # another process won the race: keep its copy
-            if not (target / "tokenizer.json").is_file():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def tiny_t5_config(tokenizer: PreTrainedTokenizerBase | None = None, **overrides: Any) -> T5Config:
@@ -255,8 +221,7 @@ def build_seq2seq(
     """
     overrides = dict(config or {})
     if name_or_path is not None:
-        local = is_local_dir(name_or_path)
-        path = str(Path(name_or_path).expanduser()) if local else str(name_or_path)
+        path, local = load_source(name_or_path)
         model = T5ForConditionalGeneration.from_pretrained(path, local_files_only=local, **overrides)
     else:
         model = T5ForConditionalGeneration(tiny_t5_config(tokenizer, **overrides))

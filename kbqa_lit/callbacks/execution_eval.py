@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -47,13 +46,13 @@ from lightning.pytorch.utilities.warnings import PossibleUserWarning
 from torchmetrics import Metric
 
 from kbqa_lit.data.entity_slots import unmask_lf
-from kbqa_lit.data.schema import Answer, KBQAExample
+from kbqa_lit.data.gold import gold_parses, gold_sexprs
+from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError
 from kbqa_lit.kb.cache import ExecutionCache
-from kbqa_lit.kb.loaders import build_store
+from kbqa_lit.kb.loaders import ensure_store
 from kbqa_lit.kb.normalize import invert_labels
-from kbqa_lit.kb.oxigraph_runner import STORE_MARKER
-from kbqa_lit.kb.store import open_store
+from kbqa_lit.kb.store import is_endpoint, open_store
 from kbqa_lit.metrics.answer_metrics import AnswerMetrics
 from kbqa_lit.metrics.functional import QuestionScore, mean_scores, score_question, sum_scores
 from kbqa_lit.metrics.lf_match import load_reverse_properties, logical_form_em
@@ -104,23 +103,6 @@ class SelectionCounts(Metric):
             "fallback_rate": self.fallback / self.n.clamp(min=1.0),
             "exec_cache_hit_rate": self.cache_hits / lookups.clamp(min=1.0),
         }
-
-
-def gold_parses(ex: KBQAExample) -> list[list[str]]:
-    """Gold answer ids per parse (WebQSP: every parse in ``meta["parses"]``; else one parse)."""
-    parses = ex.meta.get("parses") or []
-    if parses:
-        return [[Answer.from_obj(a).id for a in (p.get("answers") or [])] for p in parses]
-    return [[a.id for a in ex.answers]]
-
-
-def gold_sexprs(ex: KBQAExample) -> list[str]:
-    """Gold S-expressions (every parse's for WebQSP), possibly none."""
-    parses = ex.meta.get("parses") or []
-    found = [p["s_expression"] for p in parses if isinstance(p, Mapping) and p.get("s_expression")]
-    if not found and ex.s_expression:
-        found = [ex.s_expression]
-    return found
 
 
 def _atomic_write_jsonl(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
@@ -234,6 +216,7 @@ class ExecutionGuidedEval(L.Callback):
         self.last_rows: list[dict[str, Any]] = []
         self.last_path: Path | None = None
         self.last_duplicates = 0
+        self._quiet: warnings.catch_warnings | None = None
 
     # -- life cycle ----------------------------------------------------------------------
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
@@ -242,10 +225,11 @@ class ExecutionGuidedEval(L.Callback):
         if needed not in self.stages:
             return
         if self.kb is None:
-            self._build_store_if_missing(trainer)
+            if self.build_from:
+                ensure_store(self.store_spec, self.build_from, self.build_format)
             disk = ExecutionCache(self.disk_cache) if self.disk_cache else None
             kwargs: dict[str, Any] = {"timeout": self.timeout, "disk_cache": disk}
-            if not re.match(r"^https?://", self.store_spec, re.IGNORECASE):
+            if not is_endpoint(self.store_spec):
                 kwargs["workers"] = self.workers  # Oxigraph: one worker process per query in flight
             self.kb = open_store(self.store_spec, **kwargs)
             self.selector = ExecutionGuidedSelector(
@@ -259,20 +243,6 @@ class ExecutionGuidedEval(L.Callback):
         else:
             log_dir = trainer.log_dir  # a collective (broadcast): every rank must ask
             self._out_dir = Path(log_dir or trainer.default_root_dir)
-        # The values logged below are already synced; Lightning's advice to sync them again is moot.
-        warnings.filterwarnings(
-            "ignore",
-            message=r"It is recommended to use `self\.log\('(val|test)/(" + "|".join(LOGGED) + r")'",
-            category=PossibleUserWarning,
-        )
-
-    def _build_store_if_missing(self, trainer: L.Trainer) -> None:
-        """Build the embedded store from ``build_from`` on first use (global rank 0; others wait)."""
-        if not self.build_from or re.match(r"^https?://", self.store_spec, re.IGNORECASE):
-            return
-        if not (Path(self.store_spec) / STORE_MARKER).is_file() and trainer.is_global_zero:
-            build_store(self.store_spec, self.build_from, self.build_format, overwrite=True)
-        trainer.strategy.barrier("kbqa_build_store")
 
     def teardown(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         """Stop the thread pool and the store's worker processes."""
@@ -281,10 +251,40 @@ class ExecutionGuidedEval(L.Callback):
         if self.kb is not None:
             self.kb.close()
         self.kb, self.selector, self.names = None, None, None
+        self._restore_warnings()
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Lightning has collected the epoch's logged values: warnings are back as they were."""
+        self._restore_warnings()
+
+    def on_test_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Lightning has collected the epoch's logged values: warnings are back as they were."""
+        self._restore_warnings()
+
+    def _hide_resync_advice(self) -> None:
+        """Until the loop ends, hide Lightning's advice to sync the logged values (they are synced already).
+
+        Lightning gives it under DDP when it collects epoch-level values logged with
+        ``sync_dist=False``, after the epoch-end hooks; the filter lives from the epoch-end log to
+        ``on_{validation,test}_end`` and is then removed, so no other warning is touched.
+        """
+        if self._quiet is None:
+            self._quiet = warnings.catch_warnings()
+            self._quiet.__enter__()
+            warnings.filterwarnings(
+                "ignore",
+                message=r"It is recommended to use `self\.log\('(val|test)/(" + "|".join(LOGGED) + r")'",
+                category=PossibleUserWarning,
+            )
+
+    def _restore_warnings(self) -> None:
+        if self._quiet is not None:
+            self._quiet.__exit__(None, None, None)
+            self._quiet = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(kb=None, selector=None, names=None)
+        state.update(kb=None, selector=None, names=None, _quiet=None)
         return state
 
     # -- epoch hooks ---------------------------------------------------------------------
@@ -493,6 +493,7 @@ class ExecutionGuidedEval(L.Callback):
             values.update(_metrics_from_rows(rows))
         self.last_metrics, self.last_rows, self.last_duplicates = values, rows, duplicates
         if stage != "predict":
+            self._hide_resync_advice()
             for key in LOGGED:
                 if key in values:
                     pl_module.log(f"{prefix}/{key}", values[key], sync_dist=False, prog_bar=key in ("f1", "hit1"))

@@ -32,13 +32,13 @@ import torch
 from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader
 
+from kbqa_lit.backbones.encoders import MINILM, build_encoder_tokenizer
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.datamodules.samplers import UnrepeatedDistributedSampler
-from kbqa_lit.datamodules.split_files import _ALIASES, SplitFilesMixin
+from kbqa_lit.datamodules.split_files import SplitFilesMixin, canonical_split
 from kbqa_lit.errors import DataFormatError, KBQAError, UserInputError
 from kbqa_lit.kb.relation_inventory import BM25RelationRanker, RelationInventory, load_inventory
 from kbqa_lit.kb.sexpr import schema_items
-from kbqa_lit.modules.cross_encoder import MINILM, build_encoder_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +199,7 @@ class RelationRetrievalDataModule(SplitFilesMixin, LightningDataModule):
 
     def rows(self, split: str) -> list[dict[str, Any]]:
         """The rows of a split: training groups, or one all-candidates row per question."""
-        split = _ALIASES.get(split, split)
+        split = canonical_split(split)
         if split in self._rows:
             return self._rows[split]
         path = self.split_file(split)

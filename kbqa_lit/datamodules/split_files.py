@@ -18,9 +18,14 @@ from kbqa_lit.errors import UserInputError
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "val", "test", "predict")
-_ALIASES = {"dev": "val", "valid": "val", "validation": "val", "validate": "val"}
+SPLIT_ALIASES = {"dev": "val", "valid": "val", "validation": "val", "validate": "val"}
 _DEFAULT_NAMES = {"train": ("train.jsonl",), "val": ("dev.jsonl", "val.jsonl"), "test": ("test.jsonl",)}
-_STAGE_SPLITS = {"fit": ("train", "val"), "validate": ("val",), "test": ("test",), "predict": ("predict",)}
+STAGE_SPLITS = {"fit": ("train", "val"), "validate": ("val",), "test": ("test",), "predict": ("predict",)}
+
+
+def canonical_split(split: str) -> str:
+    """The split name a datamodule uses for ``split`` (``dev``/``valid``/``validation``/``validate`` → ``val``)."""
+    return SPLIT_ALIASES.get(split, split)
 
 
 class SplitFilesMixin:
@@ -67,7 +72,7 @@ class SplitFilesMixin:
 
     def split_file(self, split: str) -> Path | None:
         """The file of ``split`` (``train``/``val``/``test``/``predict``), or ``None`` if it has none."""
-        split = _ALIASES.get(split, split)
+        split = canonical_split(split)
         if split not in SPLITS:
             raise ValueError(f"unknown split {split!r}; choose from {SPLITS}")
         given = self._files[split]
@@ -109,7 +114,7 @@ class SplitFilesMixin:
         Raises:
             UserInputError: When the split has no file or the file is missing.
         """
-        split = _ALIASES.get(split, split)
+        split = canonical_split(split)
         if split not in self._examples:
             self._ensure_data()
             path = self.split_file(split)

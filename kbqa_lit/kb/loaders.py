@@ -320,3 +320,39 @@ def build_store(
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return stats
+
+
+def ensure_store(spec: str | Path, files: Sequence[str | Path], fmt: str = "nt") -> bool:
+    """Build the embedded store ``spec`` from ``files`` unless it already holds one.
+
+    Safe when several processes (DDP ranks, parallel ``kbqa`` runs) ask at once: the first one
+    builds under a file lock beside the store, the others wait and find the store built. An
+    endpoint URL (see :func:`~kbqa_lit.kb.store.is_endpoint`) is left alone.
+
+    Args:
+        spec: The store directory (or an endpoint URL: nothing to do).
+        files: Triple files to build it from.
+        fmt: Their format (see :func:`build_store`).
+
+    Returns:
+        Whether this call built the store.
+
+    Raises:
+        UserInputError: When the store is missing and a file to build it from is missing.
+
+    """
+    from filelock import FileLock
+
+    from kbqa_lit.kb.store import is_endpoint
+
+    if is_endpoint(spec):
+        return False
+    out = Path(spec).expanduser()
+    if _looks_like_store(out):
+        return False
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(out.parent / f".{out.name}.build.lock")):
+        if _looks_like_store(out):
+            return False
+        build_store(out, files, fmt, overwrite=True)
+    return True

@@ -218,9 +218,9 @@ def load_inventory(spec: str | Path, refresh: bool = False) -> RelationInventory
     path = Path(text).expanduser()
     if path.is_file():
         return RelationInventory.from_ntriples(path) if path.suffix == ".nt" else RelationInventory.from_file(path)
-    if path.is_dir() or re.match(r"^https?://", text, re.IGNORECASE):
-        from kbqa_lit.kb.store import open_store
+    from kbqa_lit.kb.store import is_endpoint, open_store
 
+    if path.is_dir() or is_endpoint(text):
         store = open_store(text, timeout=600.0, cache_size=0)
         try:
             return RelationInventory.from_store(store, refresh=refresh)

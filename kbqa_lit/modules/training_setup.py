@@ -1,26 +1,46 @@
-"""Optimiser schedule and tokenizer-in-checkpoint helpers shared by the LightningModules.
+"""Optimiser set-up shared by the LightningModules: AdamW groups and the warm-up schedule.
 
 Every module of the project trains with AdamW and a linear warm-up, then a linear decay to 0 over
 the trainer's estimated optimiser steps (a constant rate after the warm-up when that estimate
-is infinite), and stores its tokenizer's files in its checkpoints so ``load_from_checkpoint``
-needs no data. The modules keep their own parameter grouping (which weights skip decay).
+is infinite). One rule says which weights skip weight decay (:func:`decay_groups`): biases and the
+weights of normalisation layers. The tokenizer round trip through checkpoints is in
+:mod:`kbqa_lit.backbones.common`.
 """
 
 from __future__ import annotations
 
 import math
-import tempfile
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 from transformers import (
-    AutoTokenizer,
-    PreTrainedTokenizerBase,
     get_constant_schedule_with_warmup,
     get_linear_schedule_with_warmup,
 )
+
+
+def _is_norm(module: nn.Module) -> bool:
+    name = type(module).__name__
+    return isinstance(module, nn.LayerNorm | nn.GroupNorm) or name.endswith(("LayerNorm", "RMSNorm"))
+
+
+def decay_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """AdamW parameter groups: ``weight_decay`` on weights, none on biases and normalisation weights.
+
+    Only trainable parameters are listed, each once (tied weights are shared), in
+    ``model.named_parameters()`` order.
+    """
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
+    seen: set[int] = set()
+    for module in model.modules():
+        for name, param in module.named_parameters(recurse=False):
+            if not param.requires_grad or id(param) in seen:
+                continue
+            seen.add(id(param))
+            (no_decay if name == "bias" or _is_norm(module) else decay).append(param)
+    return [{"params": decay, "weight_decay": float(weight_decay)}, {"params": no_decay, "weight_decay": 0.0}]
 
 
 def warmup_schedule(
@@ -50,19 +70,4 @@ def warmup_schedule(
     return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
 
-def tokenizer_files(tokenizer: PreTrainedTokenizerBase) -> dict[str, bytes]:
-    """The files ``save_pretrained`` writes for ``tokenizer``, by name (for ``checkpoint["tokenizer_files"]``)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        tokenizer.save_pretrained(tmp)
-        return {p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()}
-
-
-def tokenizer_from_files(files: Mapping[str, bytes]) -> PreTrainedTokenizerBase:
-    """Load a tokenizer back from :func:`tokenizer_files` (offline)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, data in files.items():
-            (Path(tmp) / name).write_bytes(data)
-        return AutoTokenizer.from_pretrained(tmp, local_files_only=True)
-
-
-__all__ = ["tokenizer_files", "tokenizer_from_files", "warmup_schedule"]
+__all__ = ["decay_groups", "warmup_schedule"]

@@ -126,10 +126,10 @@ def _store(kb: dict[str, Any]) -> Any:
     if spec is None:
         raise UserInputError("pipeline config: kb.store is required (a store directory or an endpoint URL)")
     source = kb.get("build_from")
-    if source is not None and not str(spec).startswith(("http://", "https://")) and not Path(spec).is_dir():
-        from kbqa_lit.kb.loaders import build_store
+    if source is not None:
+        from kbqa_lit.kb.loaders import ensure_store
 
-        build_store(spec, [source], "nt")
+        ensure_store(spec, [source], "nt")
     return open_store(spec, timeout=float(kb.get("timeout", 10.0)))
 
 

@@ -122,14 +122,14 @@ def _to_sparql(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from kbqa_lit.kb.store import open_store
+    from kbqa_lit.kb.store import is_endpoint, open_store
 
     _check_args(args)
     keep_ties = not args.no_ties
     store = open_store(
         args.store,
         timeout=args.timeout,
-        **({} if args.store.startswith("http") else {"workers": max(1, args.workers)}),
+        **({} if is_endpoint(args.store) else {"workers": max(1, args.workers)}),
     )
     if args.expr:
         job = {"qid": None, "s_expression": args.expr, "semantics": args.semantics or "exclude-topic"}

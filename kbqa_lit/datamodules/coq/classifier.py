@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -58,9 +57,12 @@ from kbqa_lit.datamodules.coq.classifier_inputs import (
     with_gold,
 )
 from kbqa_lit.datamodules.samplers import LengthBucketSampler, UnrepeatedDistributedSampler
-from kbqa_lit.datamodules.split_files import _ALIASES, _STAGE_SPLITS, SplitFilesMixin
+from kbqa_lit.datamodules.split_files import STAGE_SPLITS, SplitFilesMixin, canonical_split
 from kbqa_lit.errors import UserInputError
+from kbqa_lit.kb.loaders import ensure_store
 from kbqa_lit.kb.normalize import schema_to_words
+from kbqa_lit.kb.oxigraph_runner import STORE_MARKER
+from kbqa_lit.kb.store import is_endpoint
 
 log = logging.getLogger(__name__)
 
@@ -180,24 +182,16 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
 
     def _ensure_store(self) -> None:
         spec = self.store_spec
-        if self.hparams.store or re.match(r"^https?://", spec, re.IGNORECASE):
+        if self.hparams.store or is_endpoint(spec):
             return
-        from kbqa_lit.kb.oxigraph_runner import STORE_MARKER
-
         if (Path(spec) / STORE_MARKER).is_file():
             return
         self._ensure_data()
         source = self._home() / "kb.nt"
         if not source.is_file():
             raise UserInputError(f"no store at {spec} and no {source} to build it from; set `store`")
-        from filelock import FileLock
-
-        from kbqa_lit.kb.loaders import build_store
-
-        with FileLock(str(Path(spec).parent / ".kb_store.lock")):
-            if not (Path(spec) / STORE_MARKER).is_file():
-                log.info("building the embedded store %s from %s", spec, source)
-                build_store(spec, [source], "nt", overwrite=True)
+        if ensure_store(spec, [source], "nt"):
+            log.info("built the embedded store %s from %s", spec, source)
 
     @property
     def kb(self) -> SchemaKB:
@@ -216,7 +210,7 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
 
     def candidates(self, split: str, index: int) -> Candidates:
         """The candidates of example ``index`` of ``split`` (gold included when training or sampled)."""
-        split = _ALIASES.get(split, split)
+        split = canonical_split(split)
         key = (split, index)
         if key not in self._candidates:
             ex = self.examples(split)[index]
@@ -260,7 +254,7 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
 
     def items(self, split: str) -> list[dict[str, Any]]:
         """The tokenised items of ``split`` (built once)."""
-        split = _ALIASES.get(split, split)
+        split = canonical_split(split)
         if split not in self._items:
             rows: list[tuple[str, float, int, int]] = []
             for i in range(len(self.examples(split))):
@@ -343,7 +337,7 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
 
     def setup(self, stage: str | None = None) -> None:
         """Build the items the stage needs (``fit`` → train + val when present)."""
-        for split in _STAGE_SPLITS.get(stage or "", ("train", "val", "test")):
+        for split in STAGE_SPLITS.get(stage or "", ("train", "val", "test")):
             if split == "predict":
                 continue  # predict records are cheap and built by the loader
             if split == "val" and not self._has("val"):

@@ -45,9 +45,11 @@ from kbqa_lit.data.coq.generator_inputs import (
 )
 from kbqa_lit.data.entity_slots import SLOT_TOKENS
 from kbqa_lit.datamodules.collate import Seq2SeqCollator
+from kbqa_lit.datamodules.coq import encoding
+from kbqa_lit.datamodules.coq.encoding import CACHE_FORMAT
 from kbqa_lit.datamodules.resumable import LoaderProgress, ResumableDataLoader
 from kbqa_lit.datamodules.samplers import LengthBucketSampler, UnrepeatedDistributedSampler
-from kbqa_lit.datamodules.split_files import _ALIASES, _STAGE_SPLITS, SPLITS, SplitFilesMixin
+from kbqa_lit.datamodules.split_files import SPLITS, STAGE_SPLITS, SplitFilesMixin, canonical_split
 from kbqa_lit.datamodules.tokenized_cache import TokenizedSplit, load_or_encode
 from kbqa_lit.errors import UserInputError
 
@@ -180,7 +182,7 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
 
     def dataset(self, split: str) -> TokenizedSplit:
         """The tokenised ``split`` (loaded from the Arrow cache, or encoded and cached once)."""
-        split = _ALIASES.get(split, split)
+        split = canonical_split(split)
         if split not in self._datasets:
             examples = self.examples(split)
             settings = {
@@ -193,7 +195,14 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
                 "require_target": split == "train",
             }
             data, encoded = load_or_encode(
-                split, self.split_file(split), examples, self.tokenizer, self._cache_root(), settings
+                split,
+                self.split_file(split),
+                self.tokenizer,
+                self._cache_root(),
+                {"format": CACHE_FORMAT, **settings},
+                lambda: encoding.encode_examples(examples, self.tokenizer, **settings),
+                namespace="generation",
+                kind="train" if split == "train" else "eval",  # test and predict share entries
             )
             self.encode_count += int(encoded)
             self._datasets[split] = TokenizedSplit(data)
@@ -211,7 +220,7 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
 
     def setup(self, stage: str | None = None) -> None:
         """Load the tokenised splits the stage needs (``fit`` → train + val when present)."""
-        needed = _STAGE_SPLITS.get(stage or "", SPLITS)
+        needed = STAGE_SPLITS.get(stage or "", SPLITS)
         for split in needed:
             path = self.split_file(split)
             if split == "val" and stage == "fit" and (path is None or not path.is_file()):

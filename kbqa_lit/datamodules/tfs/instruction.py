@@ -34,7 +34,7 @@ from transformers import PreTrainedTokenizerBase
 from kbqa_lit.backbones.causal import build_causal_tokenizer
 from kbqa_lit.data.tfs.prompts import TASKS, check_tasks, task_input, task_target
 from kbqa_lit.datamodules.samplers import UnrepeatedDistributedSampler
-from kbqa_lit.datamodules.split_files import _ALIASES, _STAGE_SPLITS, SPLITS, SplitFilesMixin
+from kbqa_lit.datamodules.split_files import SPLITS, STAGE_SPLITS, SplitFilesMixin, canonical_split
 from kbqa_lit.datamodules.tfs.instruction_batches import InstructionCollator, InstructionEncoder, pad_id
 from kbqa_lit.errors import UserInputError
 
@@ -159,7 +159,7 @@ class InstructionDataModule(SplitFilesMixin, LightningDataModule):
         A training row needs a gold response; an evaluation row without one keeps all-``-100``
         labels (S2-t2 rows need the gold items, as their input is built from them).
         """
-        split = _ALIASES.get(split, split)
+        split = canonical_split(split)
         if split not in self._rows:
             out: list[dict[str, Any]] = []
             skipped = 0
@@ -183,7 +183,7 @@ class InstructionDataModule(SplitFilesMixin, LightningDataModule):
 
     def setup(self, stage: str | None = None) -> None:
         """Tokenise the splits the stage needs (``fit`` → train and, when present, val)."""
-        for split in _STAGE_SPLITS.get(stage or "", SPLITS):
+        for split in STAGE_SPLITS.get(stage or "", SPLITS):
             if split == "val" and stage == "fit" and not self._has("val"):
                 continue
             self.rows(split)

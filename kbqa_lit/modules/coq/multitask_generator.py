@@ -27,24 +27,19 @@ from typing import Any
 import torch
 from lightning.pytorch import LightningModule
 from lightning.pytorch.utilities import rank_zero_warn
-from torch import nn
 from transformers import (
     PreTrainedTokenizerBase,
     T5Config,
     T5ForConditionalGeneration,
 )
 
+from kbqa_lit.backbones.common import tokenizer_files, tokenizer_from_files
 from kbqa_lit.backbones.seq2seq import build_seq2seq, build_tokenizer, wire_generation_ids
-from kbqa_lit.modules.training_setup import tokenizer_files, tokenizer_from_files, warmup_schedule
+from kbqa_lit.modules.training_setup import decay_groups, warmup_schedule
 
 log = logging.getLogger(__name__)
 
 _ARCH_FIELDS = ("vocab_size", "d_model", "d_ff", "d_kv", "num_heads", "num_layers", "num_decoder_layers")
-
-
-def _is_norm(module: nn.Module) -> bool:
-    name = type(module).__name__
-    return isinstance(module, nn.LayerNorm | nn.GroupNorm) or name.endswith(("LayerNorm", "RMSNorm"))
 
 
 def _clean(text: str) -> str:
@@ -242,20 +237,8 @@ class MultitaskGenerator(LightningModule):
     # ------------------------------------------------------------------ optimisation
 
     def param_groups(self) -> list[dict[str, Any]]:
-        """AdamW groups: weight decay on weights, none on biases and normalisation weights."""
-        decay: list[nn.Parameter] = []
-        no_decay: list[nn.Parameter] = []
-        seen: set[int] = set()
-        for module in self.model.modules():
-            for name, param in module.named_parameters(recurse=False):
-                if not param.requires_grad or id(param) in seen:
-                    continue
-                seen.add(id(param))
-                (no_decay if name == "bias" or _is_norm(module) else decay).append(param)
-        return [
-            {"params": decay, "weight_decay": self.hparams.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ]
+        """AdamW groups of the network (see :func:`~kbqa_lit.modules.training_setup.decay_groups`)."""
+        return decay_groups(self.model, self.hparams.weight_decay)
 
     def configure_optimizers(self) -> dict[str, Any]:
         """AdamW + linear warm-up then linear decay to 0 over the estimated optimiser steps."""

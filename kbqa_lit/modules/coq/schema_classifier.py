@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 import torch
@@ -38,30 +37,16 @@ from transformers import (
     T5EncoderModel,
 )
 
-from kbqa_lit.backbones.seq2seq import build_tokenizer, is_local_dir, tiny_t5_config
+from kbqa_lit.backbones.common import tokenizer_files, tokenizer_from_files
+from kbqa_lit.backbones.encoders import build_encoder
+from kbqa_lit.backbones.seq2seq import build_tokenizer
 from kbqa_lit.data.coq.classifier_texts import ENT_TASK, REL_TASK, entity_item_relations, entity_text, relation_text
-from kbqa_lit.modules.training_setup import tokenizer_files, tokenizer_from_files, warmup_schedule
+from kbqa_lit.modules.training_setup import decay_groups, warmup_schedule
 
 log = logging.getLogger(__name__)
 
 TASKS = {REL_TASK: "rel", ENT_TASK: "ent"}
 _ARCH_FIELDS = ("vocab_size", "d_model", "d_ff", "d_kv", "num_heads", "num_layers")
-
-
-def build_encoder(
-    name_or_path: str | None, config: dict[str, Any] | None, tokenizer: PreTrainedTokenizerBase | None
-) -> T5EncoderModel:
-    """A T5 encoder from a hub name/folder (``from_pretrained``) or a tiny config; embeddings sized to the tokenizer."""
-    overrides = dict(config or {})
-    if name_or_path is not None:
-        local = is_local_dir(name_or_path)
-        path = str(Path(name_or_path).expanduser()) if local else str(name_or_path)
-        model = T5EncoderModel.from_pretrained(path, local_files_only=local, **overrides)
-    else:
-        model = T5EncoderModel(tiny_t5_config(tokenizer, **overrides))
-    if tokenizer is not None and len(tokenizer) > model.get_input_embeddings().num_embeddings:
-        model.resize_token_embeddings(len(tokenizer))
-    return model
 
 
 def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -128,7 +113,7 @@ class SchemaClassifier(LightningModule):
             except OSError as exc:
                 log.warning("no tokenizer at %s (%s)", model_name_or_path, exc)
         self.tokenizer: PreTrainedTokenizerBase | None = tokenizer
-        self._build_network(lambda: build_encoder(model_name_or_path, model_config, tokenizer))
+        self._build_network(lambda: build_encoder(model_name_or_path, model_config, tokenizer, tiny="t5"))
         self.val_metrics = nn.ModuleDict({name: _metrics(threshold) for name in TASKS.values()})
         self.loss_fn = nn.BCEWithLogitsLoss()
 
@@ -297,18 +282,7 @@ class SchemaClassifier(LightningModule):
 
     def configure_optimizers(self) -> dict[str, Any]:
         """AdamW (no decay on biases/norms) + linear warm-up then linear decay to 0."""
-        decay, no_decay = [], []
-        for name, param in self.named_parameters():
-            if not param.requires_grad:
-                continue
-            (no_decay if name.endswith("bias") or "layer_norm" in name else decay).append(param)
-        optimizer = torch.optim.AdamW(
-            [
-                {"params": decay, "weight_decay": self.hparams.weight_decay},
-                {"params": no_decay, "weight_decay": 0.0},
-            ],
-            lr=self.hparams.learning_rate,
-        )
+        optimizer = torch.optim.AdamW(decay_groups(self, self.hparams.weight_decay), lr=self.hparams.learning_rate)
         return warmup_schedule(
             optimizer, self.trainer.estimated_stepping_batches, warmup_ratio=self.hparams.warmup_ratio
         )
@@ -333,4 +307,4 @@ class SchemaClassifier(LightningModule):
                 self._build_network(lambda: T5EncoderModel(T5Config.from_dict(stored)))
 
 
-__all__ = ["SchemaClassifier", "build_encoder", "masked_mean"]
+__all__ = ["SchemaClassifier", "masked_mean"]

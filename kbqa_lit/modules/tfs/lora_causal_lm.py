@@ -40,8 +40,9 @@ from transformers import (
 )
 
 from kbqa_lit.backbones.causal import build_causal_lm, build_causal_tokenizer
+from kbqa_lit.backbones.common import tokenizer_files, tokenizer_from_files
 from kbqa_lit.data.tfs.prompts import TASKS
-from kbqa_lit.modules.training_setup import tokenizer_files, tokenizer_from_files, warmup_schedule
+from kbqa_lit.modules.training_setup import warmup_schedule
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from kbqa_lit.callbacks.execution_eval import gold_parses, gold_sexprs
+from kbqa_lit.data.gold import gold_parses, gold_sexprs
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.data.tfs.prompts import parse_items, s2_lf_input
 from kbqa_lit.datamodules.tfs.instruction_batches import InstructionEncoder

@@ -11,8 +11,8 @@ from coq_toy_data import make_examples, write_splits
 from kbqa_lit.backbones import seq2seq as backbones
 from kbqa_lit.data.coq.generator_inputs import coq_texts, gold_patterns, render_pattern
 from kbqa_lit.data.schema import KBQAExample, write_jsonl
-from kbqa_lit.datamodules import tokenized_cache
 from kbqa_lit.datamodules.collate import padding_share
+from kbqa_lit.datamodules.coq import encoding
 from kbqa_lit.datamodules.coq.generation import GenerationDataModule
 from kbqa_lit.datamodules.samplers import LengthBucketSampler, UnrepeatedDistributedSampler
 from kbqa_lit.errors import UserInputError
@@ -166,7 +166,7 @@ def test_tokenized_cache_is_reused(data_dir: Path, monkeypatch: pytest.MonkeyPat
     def boom(*a, **k):
         raise AssertionError("re-tokenised")
 
-    monkeypatch.setattr(tokenized_cache, "encode_examples", boom)
+    monkeypatch.setattr(encoding, "encode_examples", boom)
     monkeypatch.setattr(backbones, "train_subword_tokenizer", boom)
     dm2 = make_dm(data_dir)  # tokenizer from data_dir/.tokenizer, splits from the Arrow cache
     dm2.setup("fit")
