@@ -53,12 +53,15 @@ class _AliasLoader(importlib.abc.Loader):
 
     def __init__(self, module: ModuleType) -> None:
         self._module = module
+        self._spec = module.__spec__
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         return self._module
 
     def exec_module(self, module: ModuleType) -> None:
-        return None
+        # importlib has just set ``__spec__`` to the alias spec: give the module its own back
+        # (importlib.resources, pickling and relative imports read it).
+        module.__spec__ = self._spec
 
 
 class MovedModuleFinder(importlib.abc.MetaPathFinder):

@@ -50,12 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name in LIGHTNING_SUBCOMMANDS:
         sub.add_parser(name, help=f"LightningCLI {name} (see `kbqa {name} --help`)", add_help=False)
     for mod_name in TOOL_MODULES:
-        try:
-            module = importlib.import_module(f"kbqa_lit.tools.{mod_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"kbqa_lit.tools.{mod_name}":
-                continue
-            raise
+        # A tool that cannot be imported is a broken install: fail loudly, never drop the command.
+        module = importlib.import_module(f"kbqa_lit.tools.{mod_name}")
         module.register(sub)
     return parser
 
@@ -82,13 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Dispatch to LightningCLI or to a tool subcommand."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in LIGHTNING_SUBCOMMANDS:
-        try:
-            from kbqa_lit.lightning_cli import run_lightning_cli
-        except ModuleNotFoundError as exc:
-            if exc.name != "kbqa_lit.lightning_cli":
-                raise
-            print(f"kbqa {args[0]}: the training entry is not installed in this build", file=sys.stderr)
-            return 2
+        from kbqa_lit.lightning_cli import run_lightning_cli
+
         # LightningCLI reads sys.argv itself when the args are the process's own
         run_lightning_cli(None if argv is None else args)
         return 0

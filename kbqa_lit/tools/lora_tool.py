@@ -95,99 +95,6 @@ def export_checkpoint(ckpt: str | Path, out: str | Path) -> dict[str, Any]:
     return {"out": str(folder), "ckpt": str(path), "adapter_weights": len(module.adapter_state_dict())}
 
 
-# --------------------------------------------------------------------------- pipeline
-
-
-def _examples(data: dict[str, Any], split: str | None, limit: int | None) -> list[Any]:
-    from kbqa_lit.data.schema import read_jsonl
-
-    file = data.get("file")
-    if file is None:
-        data_dir = data.get("data_dir")
-        if data_dir is None:
-            raise UserInputError("pipeline config: data needs 'file' or 'data_dir'")
-        name = {"val": "dev", "validation": "dev"}.get(split or data.get("split", "test"), split or "test")
-        file = Path(data_dir) / f"{name or 'test'}.jsonl"
-        seed = data.get("synthetic_seed")
-        if not Path(file).is_file() and seed is not None:
-            from kbqa_lit.data.synthetic import build_world
-
-            build_world(data_dir, seed=int(seed), size=str(data.get("synthetic_size", "small")))
-    if not Path(file).is_file():
-        raise UserInputError(f"no such data file: {file}")
-    examples = list(read_jsonl(file))
-    return examples[:limit] if limit is not None else examples
-
-
-def _store(kb: dict[str, Any]) -> Any:
-    from kbqa_lit.kb.store import open_store
-
-    spec = kb.get("store")
-    if spec is None:
-        raise UserInputError("pipeline config: kb.store is required (a store directory or an endpoint URL)")
-    source = kb.get("build_from")
-    if source is not None:
-        from kbqa_lit.kb.loaders import ensure_store
-
-        ensure_store(spec, [source], "nt")
-    return open_store(spec, timeout=float(kb.get("timeout", 10.0)))
-
-
-def run_pipeline_config(
-    config: dict[str, Any],
-    split: str | None = None,
-    limit: int | None = None,
-    out: str | None = None,
-    disable: tuple[str, ...] = (),
-) -> dict[str, Any]:
-    """Run the fallback pipeline described by a ``configs/tfs/pipeline.yaml``-style dict.
-
-    Returns:
-        ``{"metrics": {...}, "out": path, "questions": n}``.
-    """
-    from kbqa_lit.pipelines.execution_guided import KBNameLookup
-    from kbqa_lit.pipelines.tfs.fallback import TFSFallbackPipeline, member_from_adapters
-
-    members_cfg = config.get("members") or []
-    if not members_cfg:
-        raise UserInputError("pipeline config: 'members' lists at least one model")
-    examples = _examples(dict(config.get("data") or {}), split, limit)
-    kb = _store(dict(config.get("kb") or {}))
-    members = []
-    for spec in members_cfg:
-        adapters = spec.get("adapters") or {}
-        missing = [str(p) for p in adapters.values() if not (Path(p) / "adapter_config.json").is_file()]
-        if missing:
-            raise UserInputError(f"member {spec.get('name')}: no adapter in {', '.join(missing)} (train it first)")
-        extra = {k: v for k, v in spec.items() if k not in ("name", "adapters", "base")}
-        members.append(
-            member_from_adapters(str(spec.get("name", f"m{len(members)}")), adapters, spec.get("base"), **extra)
-        )
-    strategies = [s for s in config.get("strategies", ["s1", "s2", "s3"]) if s not in disable]
-    linking = dict(config.get("linking") or {})
-    surface = linking.pop("surface_index", "kb")
-    pipeline = TFSFallbackPipeline(
-        members,
-        kb,
-        use_s1="s1" in strategies,
-        use_s2="s2" in strategies,
-        use_s3="s3" in strategies,
-        order=str(config.get("order", "strategy")),
-        surface_index=KBNameLookup(kb) if surface == "kb" else None,
-        **dict(config.get("decoding") or {}),
-        **linking,
-    )
-    try:
-        report = pipeline.run(examples)
-    finally:
-        pipeline.close()
-        if hasattr(kb, "close"):
-            kb.close()
-    target = out or config.get("out") or "outputs/tfs/pipeline_predictions.jsonl"
-    report.write_jsonl(target)
-    return {"metrics": report.metrics, "out": str(target), "questions": len(report.rows)}
-
-
 # --------------------------------------------------------------------------- commands
 
 
@@ -204,15 +111,12 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
-    """``kbqa lora pipeline``."""
-    import yaml
+    """``kbqa lora pipeline``: the typed config and the run live in :mod:`kbqa_lit.pipelines.tfs.config`."""
+    from kbqa_lit.pipelines.tfs.config import load_pipeline_config, run_pipeline
 
-    path = Path(args.config)
-    if not path.is_file():
-        raise UserInputError(f"no such config: {path}")
-    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    config = load_pipeline_config(args.config)
     disable = tuple(s for s, off in (("s1", args.no_s1), ("s2", args.no_s2), ("s3", args.no_s3)) if off)
-    print_json(run_pipeline_config(config, split=args.split, limit=args.limit, out=args.out, disable=disable))
+    print_json(run_pipeline(config, split=args.split, limit=args.limit, out=args.out, disable=disable))
     return 0
 
 
@@ -261,4 +165,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pipe.set_defaults(func=cmd_pipeline)
 
 
-__all__ = ["export_checkpoint", "merge_adapter", "register", "run_pipeline_config"]
+__all__ = ["export_checkpoint", "merge_adapter", "register"]

@@ -78,7 +78,7 @@ def write_csv_run(save_dir: Path, alpha: float) -> Path:
 
 
 def write_wandb_run(root: Path, alpha: float) -> Path:
-    import wandb
+    wandb = pytest.importorskip("wandb", reason="the wandb extra is not installed (pip install kbqa_lit[wandb])")
 
     config = resolved_config(alpha, str(root))
     run = wandb.init(
