@@ -137,7 +137,7 @@ class VirtuosoServer:
         isql_port: isql port; ``None``: the state file's, else a free one.
         graph: The named graph the data is loaded into (and queried as the default graph);
             ``None``: the state file's, else :data:`DEFAULT_GRAPH`.
-        memory: Memory for Virtuoso's page buffers (``"1G"``; Freebase: 32G–64G, see README).
+        memory: Memory for Virtuoso's page buffers (``"1G"``; Freebase: 32G–64G, see docs/kb.md).
         max_query_seconds: ``[SPARQL] MaxQueryExecutionTime`` (``0``: none; see :func:`render_ini`).
         max_rows: ``[SPARQL] ResultSetMaxRows``.
         http_threads: HTTP worker threads.

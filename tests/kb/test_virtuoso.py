@@ -4,7 +4,7 @@ One Virtuoso server (module-scoped, free ports, in tmp_path) holds the synthetic
 small) in one graph and a probe KB of awkward literals in another. Every gold
 S-expression runs through ``sexpr_to_sparql`` on both stores; execution-guided selection runs
 against the endpoint. Dialect differences that remain are the ``xfail`` cases of
-``PROBE_CASES`` (see README "Virtuoso"); the others are handled by the converter's typed
+``PROBE_CASES`` (see docs/kb.md "Virtuoso"); the others are handled by the converter's typed
 equality and type guards and by canonical literal forms in ``EndpointStore``.
 
 Integration tests are marked ``virtuoso`` and skipped when ``virtuoso-t``/``isql-vt`` are missing
