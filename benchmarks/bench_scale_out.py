@@ -8,7 +8,7 @@ and validation epoch on global rank 0.
   store) from a checkpoint (``--ckpt``; default: a fresh 3-epoch fit of the quickstart model), on
   1 process and with ``configs/trainer/ddp.yaml`` on 2 CPU processes; the metrics must agree.
 - training: one epoch of the quickstart's T5 (400 questions, batch 16) and of TFS S1's tiny-LLaMA
-  LoRA (configs/tfs/s1.yaml: 400 rows, batch 8) on 1 process, DDP on 2 processes and ZeRO-2 on 2
+  LoRA (configs/tfs/base.yaml + s1.yaml: 400 rows, batch 8) on 1 process, DDP on 2 processes and ZeRO-2 on 2
   processes (``configs/trainer/deepspeed_cpu_stage_2.yaml``; skipped without deepspeed). Median of
   the epochs after the first.
 
@@ -168,7 +168,7 @@ def main() -> None:
             print(f"{'quickstart T5 (400 q, batch 16)':<34} {label:<22} {steady(times['train']):>7.2f}s {wall:>10.1f}s")
             if ckpt is None and label == "1 process":
                 ckpt = str(next((tmp / name).glob("**/*.ckpt")))
-        s1 = ["--config", str(CONFIGS / "tfs" / "s1.yaml")]
+        s1 = ["--config", str(CONFIGS / "tfs" / "base.yaml"), "--config", str(CONFIGS / "tfs" / "s1.yaml")]
         for label, extra in strategies.items() if not args.skip_training else ():
             name = f"fit_s1_{label.split(',')[0].replace(' ', '_')}"
             frag = tmp / f"{name}.yaml"

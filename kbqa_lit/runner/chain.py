@@ -13,7 +13,7 @@ classifier → patterns → generator → execution-guided answers); each part a
         outputs: [${work}/world/train.jsonl]
       - name: decompose
         foreach: {split: [train, dev, test]}        # one command per value, ${split} bound
-        run: decompose --config configs/decompose/synthetic_gold.yaml --source gold
+        run: decompose --config configs/coq/decompose/synthetic_gold.yaml --source gold
              --input ${work}/world/${split}.jsonl --out ${work}/decomposed/${split}.jsonl
         outputs: [${work}/decomposed/${split}.jsonl]
       - name: generator

@@ -9,7 +9,7 @@ full|placeholders|none] [--source backend|gold] [--limit N] [--batch-size N] [--
     {"n", "ok", "failed", "gold", "none", "cached", "generated", "resumed", "seconds",
      "variant", "source", "out"}
 
-The config (``configs/decompose/*.yaml``) names the backend by ``class_path``/``init_args``, the
+The config (``configs/coq/decompose/*.yaml``) names the backend by ``class_path``/``init_args``, the
 prompt's cases, the batch size and the cache file; the flags override it. An interrupted run
 resumes where it stopped when run again (``<out>.partial`` holds the finished rows).
 """
@@ -37,7 +37,7 @@ def register(subparsers: Any) -> None:
             "decompositions; writes the examples with the decomposition fields and prints a JSON summary."
         ),
     )
-    p.add_argument("--config", required=True, type=Path, help="decomposition YAML (configs/decompose/*.yaml)")
+    p.add_argument("--config", required=True, type=Path, help="decomposition YAML (configs/coq/decompose/*.yaml)")
     p.add_argument("--input", required=True, type=Path, help="common-schema JSON lines")
     p.add_argument("--out", required=True, type=Path, help="output JSON lines (written atomically)")
     p.add_argument("--variant", choices=VARIANTS, default=None, help="override the config's variant")

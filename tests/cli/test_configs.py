@@ -14,13 +14,13 @@ QUICKSTART = CONFIGS / "quickstart.yaml"
 CLI_KEYS = {"seed_everything", "model", "data", "trainer", "optimizer", "lr_scheduler", "ckpt_path"}
 #: YAMLs that are not LightningCLI configs, each parsed by the test of the tool that reads it:
 #: W&B sweeps (tests/cli/test_sweeps.py), the TFS fallback pipeline (tests/pipelines/test_tfs_fallback.py),
-#: decomposition jobs (tests/decompose/test_decompose_configs.py) and CoQ pipeline files
+#: decomposition jobs (tests/pipelines/coq/decomposition/test_decompose_configs.py) and CoQ pipeline files
 #: (tests/pipelines/test_runner.py).
 OTHER_YAMLS = {
     "tfs/pipeline.yaml",
-    "decompose/openai.yaml",
-    "decompose/llama2_7b_local.yaml",
-    "decompose/synthetic_gold.yaml",
+    "coq/decompose/openai.yaml",
+    "coq/decompose/llama2_7b_local.yaml",
+    "coq/decompose/synthetic_gold.yaml",
 }
 PIPELINE_PREFIX = "coq/pipeline_"
 
@@ -45,6 +45,29 @@ def _is_experiment(path: Path) -> bool:
     return "model" in doc and "data" in doc
 
 
+#: Per-system bases: a task/dataset file in the same folder parses on top of its base.
+BASES = {"tfs": CONFIGS / "tfs" / "base.yaml", "coq": CONFIGS / "coq" / "freebase.yaml"}
+#: The task/dataset files of each base (the rest of the folder are whole experiments).
+ON_BASE = {
+    "tfs/s1.yaml": "tfs",
+    "tfs/s2_items.yaml": "tfs",
+    "tfs/s2_lf.yaml": "tfs",
+    "tfs/s3.yaml": "tfs",
+    "coq/webqsp.yaml": "coq",
+    "coq/cwq.yaml": "coq",
+}
+
+
+def _args_for(path: Path) -> list[str]:
+    """The --config flags that make ``path`` a whole experiment."""
+    rel = path.relative_to(CONFIGS).as_posix()
+    if rel in ON_BASE:
+        return ["--config", str(BASES[ON_BASE[rel]]), "--config", str(path)]
+    if _is_experiment(path):
+        return ["--config", str(path)]
+    return ["--config", str(QUICKSTART), "--config", str(path)]
+
+
 def _print_config(args: list[str], capsys) -> str:
     with pytest.raises(SystemExit) as exc:
         build_cli(args, run=True)
@@ -55,6 +78,14 @@ def _print_config(args: list[str], capsys) -> str:
     return out.out[start:] if start >= 0 else out.out
 
 
+def test_task_files_are_small_and_their_bases_exist():
+    for rel, system in ON_BASE.items():
+        assert BASES[system].is_file() and (CONFIGS / rel).is_file()
+        doc = yaml.safe_load((CONFIGS / rel).read_text())
+        for section in ("model", "data"):
+            assert "class_path" not in (doc.get(section) or {}), f"{rel} repeats its base's {section}"
+
+
 def test_there_are_configs_to_check():
     names = {p.relative_to(CONFIGS).as_posix() for p in LIGHTNING_YAMLS}
     assert {"quickstart.yaml", "trainer/cpu.yaml", "trainer/ddp.yaml", "logger/wandb.yaml"} <= names
@@ -62,12 +93,8 @@ def test_there_are_configs_to_check():
 
 @pytest.mark.parametrize("path", LIGHTNING_YAMLS, ids=lambda p: p.relative_to(CONFIGS).as_posix())
 def test_every_shipped_yaml_parses(path, capsys):
-    """Experiments parse alone; fragments (trainer/, logger/, data/...) parse on top of the quickstart."""
-    args = (
-        ["fit", "--config", str(path)]
-        if _is_experiment(path)
-        else ["fit", "--config", str(QUICKSTART), "--config", str(path)]
-    )
+    """Experiments parse alone, task files on their system's base, fragments (trainer/, logger/) on the quickstart."""
+    args = ["fit", *_args_for(path)]
     printed = yaml.safe_load(_print_config([*args, "--print_config"], capsys))
     assert printed["model"]["class_path"] and printed["data"]["class_path"]
     fragment = yaml.safe_load(path.read_text()) or {}

@@ -1,6 +1,6 @@
 """DeepSpeedCPUStrategy: Lightning's DeepSpeed strategy running real ZeRO on CPU processes (gloo).
 
-The end-to-end test trains TFS's tiny-LLaMA LoRA (configs/tfs/s1.yaml settings) through ``kbqa fit``
+The end-to-end test trains TFS's tiny-LLaMA LoRA (configs/tfs/base.yaml + s1.yaml settings) through ``kbqa fit``
 twice: once with ZeRO-2 on 2 CPU processes (configs/trainer/deepspeed_cpu_stage_2.yaml) and once on one
 process that replays the same micro-batches with ``accumulate_grad_batches=2`` (zero_helpers.py explains
 why the two then take the same optimiser steps), and requires the exported adapters to agree.
@@ -76,13 +76,14 @@ def _run(args: list[str], cwd: Path, log: Path) -> None:
 
 
 def _lora_config(path: Path, root: Path, world: Path, reference: bool) -> Path:
-    """configs/tfs/s1.yaml, trimmed to STEPS optimiser steps per epoch, no validation, the adapter exported."""
+    """configs/tfs/base.yaml + s1.yaml, trimmed to STEPS optimiser steps per epoch, no validation, the adapter exported."""
+    base = yaml.safe_load((REPO / "configs" / "tfs" / "base.yaml").read_text())
     s1 = yaml.safe_load((REPO / "configs" / "tfs" / "s1.yaml").read_text())
-    model = s1["model"]
+    model = base["model"]
     model["init_args"]["lora_dropout"] = 0.0  # dropout masks would differ between ranks and the reference
     data = {
         "class_path": "zero_helpers.ShardOrderInstructionDataModule",
-        "init_args": {**s1["data"]["init_args"], "data_dir": str(world), "mirror_world": 2},
+        "init_args": {**base["data"]["init_args"], **s1["data"]["init_args"], "data_dir": str(world), "mirror_world": 2},
     }
     trainer = {
         "accelerator": "cpu",

@@ -37,7 +37,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def dm(workdir: Path) -> InstructionDataModule:
-    """The datamodule of configs/tfs/s1.yaml (same world and tokenizer as the configs)."""
+    """The datamodule of configs/tfs/base.yaml + s1.yaml (same world and tokenizer as the configs)."""
     data = InstructionDataModule(data_dir="outputs/synthetic/seed0", synthetic_seed=0, tasks="s1", batch_size=4)
     data.setup("fit")
     return data
@@ -76,7 +76,8 @@ def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict 
     "task", [TINY[0], *(pytest.param(t, marks=pytest.mark.slow) for t in TINY[1:])]
 )  # s1 always; the other three (same code path, another task) with the slow tests
 def test_tiny_configs_run_one_step(task: str, workdir: Path) -> None:
-    cli = build_cli(["fit", "--config", str(CONFIGS / f"{task}.yaml"), "--trainer.fast_dev_run", "true"], run=True)
+    args = ["fit", "--config", str(CONFIGS / "base.yaml"), "--config", str(CONFIGS / f"{task}.yaml")]
+    cli = build_cli([*args, "--trainer.fast_dev_run", "true"], run=True)
     assert isinstance(cli.model, LoraCausalLM) and cli.datamodule.tasks == (task,)
     assert cli.model.tokenizer is cli.datamodule.tokenizer  # linked by the CLI
     exported = workdir / "outputs" / "tfs" / task / "adapter"
@@ -128,6 +129,8 @@ def test_continued_training_starts_from_the_merged_model(adapter, batch, workdir
     assert run(["lora", "merge", "--adapter", str(adapter["dir"]), "--out", str(out)], capsys)[0] == 0
     args = [
         "fit",
+        "--config",
+        str(CONFIGS / "base.yaml"),
         "--config",
         str(CONFIGS / "s1.yaml"),
         "--model.init_args.model_name_or_path",

@@ -1,4 +1,4 @@
-"""Every YAML in configs/decompose/ parses and builds (the decomposition counterpart of tests/cli/test_configs.py)."""
+"""Every YAML in configs/coq/decompose/ parses and builds (the decomposition counterpart of tests/cli/test_configs.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from kbqa_lit.llm.hf_backend import HFCausalLMBackend
 from kbqa_lit.llm.openai_backend import OpenAICompatibleBackend
 from kbqa_lit.pipelines.coq.decomposition.config import load_job, parse_config
 
-CONFIGS = Path(__file__).resolve().parents[4] / "configs" / "decompose"
+CONFIGS = Path(__file__).resolve().parents[4] / "configs" / "coq" / "decompose"
 YAMLS = sorted(CONFIGS.glob("*.yaml"))
 
 
