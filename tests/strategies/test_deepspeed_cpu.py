@@ -76,14 +76,15 @@ def _run(args: list[str], cwd: Path, log: Path) -> None:
 
 
 def _lora_config(path: Path, root: Path, world: Path, reference: bool) -> Path:
-    """configs/tfs/base.yaml + s1.yaml, trimmed to STEPS optimiser steps per epoch, no validation, the adapter exported."""
+    """configs/tfs/base.yaml + s1.yaml, STEPS optimiser steps per epoch, no validation, the adapter exported."""
     base = yaml.safe_load((REPO / "configs" / "tfs" / "base.yaml").read_text())
     s1 = yaml.safe_load((REPO / "configs" / "tfs" / "s1.yaml").read_text())
     model = base["model"]
     model["init_args"]["lora_dropout"] = 0.0  # dropout masks would differ between ranks and the reference
     data = {
         "class_path": "zero_helpers.ShardOrderInstructionDataModule",
-        "init_args": {**base["data"]["init_args"], **s1["data"]["init_args"], "data_dir": str(world), "mirror_world": 2},
+        "init_args": {**base["data"]["init_args"], **s1["data"]["init_args"], "data_dir": str(world)}
+        | {"mirror_world": 2},
     }
     trainer = {
         "accelerator": "cpu",

@@ -1,4 +1,4 @@
-"""Every YAML in configs/coq/decompose/ parses and builds (the decomposition counterpart of tests/cli/test_configs.py)."""
+"""Every YAML in configs/coq/decompose/ parses and builds (the counterpart of tests/cli/test_configs.py)."""
 
 from __future__ import annotations
 
