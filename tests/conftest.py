@@ -9,16 +9,7 @@ import pytest
 
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.data.synthetic import build_world
-
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
-
-def shared_path(*parts: str) -> Path:
-    """Return a path under ../shared/data, skipping the test when it is absent."""
-    path = SHARED_DATA.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"real data not available: {path}")
-    return path
+from tests.helpers.shared_data import shared_path
 
 
 def load_gold_sexprs() -> list[tuple[str, str, dict[str, str]]]:

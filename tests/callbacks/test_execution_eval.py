@@ -12,11 +12,11 @@ from typing import Any
 
 import lightning as L
 import pytest
-from exec_eval_doubles import EXPECTED, EXPECTED_ROWS, FakeGenerator, TinyDataModule, build_kb
 from lightning.pytorch.loggers import CSVLogger
 
 from kbqa_lit.callbacks.execution_eval import ExecutionGuidedEval
 from kbqa_lit.callbacks.prediction_writer import PredictionWriter
+from tests.helpers.exec_eval_doubles import EXPECTED, EXPECTED_ROWS, FakeGenerator, TinyDataModule, build_kb
 
 DOUBLES = Path(__file__).with_name("exec_eval_doubles.py")
 

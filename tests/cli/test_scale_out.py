@@ -20,9 +20,10 @@ import torch
 import yaml
 from jsonargparse import ArgumentParser
 from lightning.pytorch.strategies import FSDPStrategy, Strategy
-from scale_out_helpers import KILL_ENV, KILLED_EXIT
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer
 from transformers.models.t5.modeling_t5 import T5Block
+
+from tests.cli.scale_out_helpers import KILL_ENV, KILLED_EXIT
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from sweep_space import agent_command, cli_args, expand, lookup, sample_value
 
 from kbqa_lit.lightning_cli import build_cli
+from tests.helpers.sweep_space import agent_command, cli_args, expand, lookup, sample_value
 
 ROOT = Path(__file__).resolve().parents[2]
 SWEEPS = ROOT / "configs" / "sweeps"

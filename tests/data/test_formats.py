@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from pathlib import Path
 
 import pytest
 
@@ -22,17 +21,10 @@ from kbqa_lit.data.formats import (
 from kbqa_lit.data.schema import SEMANTICS, Answer
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.iri import entity_id_for_name, is_entity_id
+from tests.helpers.shared_data import SHARED_CHECKS
+from tests.helpers.shared_data import shared_path as data_file
 
-ROOT = Path(__file__).resolve().parents[2].parent / "shared"
-DATA = ROOT / "data"
-CHECKS = ROOT / "checks"
-
-
-def data_file(*parts: str) -> Path:
-    path = DATA.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"real data not found: {path} (tests read ../shared/data)")
-    return path
+CHECKS = SHARED_CHECKS
 
 
 def _check_common(examples, dataset: str, semantics: str) -> None:

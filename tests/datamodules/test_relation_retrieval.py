@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import shared_path
 
 from kbqa_lit.datamodules.relation_retrieval import RelationRetrievalDataModule, gold_relations
 from kbqa_lit.errors import DataFormatError, UserInputError
 from kbqa_lit.kb.iri import relation_id_for
+from tests.helpers.shared_data import shared_path
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,12 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import SHARED_DATA, shared_path
 
 from kbqa_lit.data.formats import read_metaqa, read_pathquestion
 from kbqa_lit.kb.execute import run_sexpr
 from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.kb.store import OxigraphStore
+from tests.helpers.shared_data import SHARED_DATA, shared_path
 
 CHECKS = SHARED_DATA.parent / "checks"
 

@@ -20,18 +20,11 @@ from kbqa_lit.kb.loaders import (
     write_ntriples,
 )
 from kbqa_lit.kb.store import OxigraphStore
+from tests.helpers.shared_data import shared_path as data_file
 
 NS = "http://rdf.freebase.com/ns/"
 XSD = "http://www.w3.org/2001/XMLSchema#"
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 AWKWARD = ['say "hi"', "back\\slash", "two\nlines", "cr\rhere", "nul\x00bell\x07", "ünï €", "<a>{b}|^c`"]
-
-
-def data_file(*parts: str) -> Path:
-    path = DATA.joinpath(*parts)
-    if not path.is_file():
-        pytest.skip(f"real data not available: {path} (expected ../shared/data next to the repo)")
-    return path
 
 
 def names_in(store_dir: Path) -> list[str]:

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sexpr_strategies import sexpr_text
 
 from kbqa_lit.errors import SExprError
 from kbqa_lit.kb.normalize import (
@@ -23,6 +22,7 @@ from kbqa_lit.kb.normalize import (
     words_to_schema,
 )
 from kbqa_lit.kb.sexpr import ENTITY_RE, Atom, Role, atoms_with_roles, map_atoms, parse_sexpr, to_sexpr_string
+from tests.helpers.sexpr_strategies import sexpr_text
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 

@@ -8,8 +8,9 @@ import pytest
 
 from kbqa_lit.errors import DataFormatError
 from kbqa_lit.kb.ontology import Ontology
+from tests.helpers.shared_data import SHARED_DATA
 
-ONTOLOGY_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "ontology"
+ONTOLOGY_DIR = SHARED_DATA / "ontology"
 
 
 @pytest.fixture(scope="module")

@@ -3,11 +3,11 @@ from __future__ import annotations
 import pyoxigraph as ox
 import pytest
 from hypothesis import given, settings
-from sexpr_strategies import sexpr_text
 
 from kbqa_lit.errors import SExprError
 from kbqa_lit.kb.iri import NS
 from kbqa_lit.kb.sparql import SEMANTICS, sexpr_to_sparql
+from tests.helpers.sexpr_strategies import sexpr_text
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 

@@ -4,10 +4,10 @@ import json
 import socket
 
 import pytest
-from llm_http_server import LLMServer, completion, question_of
 
 from kbqa_lit.llm.backends import DecompositionBackendError, GenerationOutcome
 from kbqa_lit.llm.openai_backend import OpenAICompatibleBackend
+from tests.helpers.llm_http_server import LLMServer, completion, question_of
 
 
 def _backend(server: LLMServer, **kw) -> OpenAICompatibleBackend:

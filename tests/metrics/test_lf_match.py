@@ -10,16 +10,9 @@ import pytest
 from kbqa_lit.errors import DataFormatError, SExprError
 from kbqa_lit.kb.sexpr import Atom, Call, SExpr, parse_sexpr, to_sexpr_string
 from kbqa_lit.metrics import canonical_form, load_reverse_properties, logical_form_em
+from tests.helpers.shared_data import shared_path as _data
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 REV = {"a.b.forward": "a.c.backward", "a.c.backward": "a.b.forward"}
-
-
-def _data(*parts: str) -> Path:
-    path = DATA.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"real data not available: {path}")
-    return path
 
 
 def test_string_equal_forms_match() -> None:

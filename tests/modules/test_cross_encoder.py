@@ -9,8 +9,9 @@ import torch
 from kbqa_lit.backbones.encoders import MINILM, resolve_encoder_path
 from kbqa_lit.datamodules.relation_retrieval import RelationRetrievalDataModule
 from kbqa_lit.modules.cross_encoder import CrossEncoderRetriever
+from tests.helpers.tiny import TINY_BERT
 
-TINY = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
+TINY = TINY_BERT
 
 
 @pytest.fixture(scope="module")

@@ -11,15 +11,7 @@ import pytest
 
 from kbqa_lit.cli import main
 from kbqa_lit.data.schema import read_jsonl
-
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-
-
-def data_path(*parts: str) -> Path:
-    path = DATA.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"real data not found: {path} (tests read ../shared/data)")
-    return path
+from tests.helpers.shared_data import shared_path as data_path
 
 
 def run(capsys, *argv: str) -> tuple[int, dict | None, str]:

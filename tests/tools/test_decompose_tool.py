@@ -14,7 +14,7 @@ from kbqa_lit.cli import main
 from kbqa_lit.data.schema import read_jsonl, write_jsonl
 from kbqa_lit.data.synthetic import build_world
 
-GOLD_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "decompose" / "synthetic_gold.yaml"
+GOLD_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "coq" / "decompose" / "synthetic_gold.yaml"
 HEADER = re.compile(r'Decompose the question "(.*)" step by step:\s*$')
 
 

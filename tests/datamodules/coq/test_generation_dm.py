@@ -6,7 +6,6 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from coq_toy_data import make_examples, write_splits
 
 from kbqa_lit.backbones import seq2seq as backbones
 from kbqa_lit.data.coq.generator_inputs import coq_texts, gold_patterns, render_pattern
@@ -16,6 +15,7 @@ from kbqa_lit.datamodules.coq import encoding
 from kbqa_lit.datamodules.coq.generation import GenerationDataModule
 from kbqa_lit.datamodules.samplers import LengthBucketSampler, UnrepeatedDistributedSampler
 from kbqa_lit.errors import UserInputError
+from tests.helpers.coq_toy_data import make_examples, write_splits
 
 EX = KBQAExample(
     qid="x1",

@@ -22,34 +22,17 @@ from kbqa_lit.datamodules.samplers import UnrepeatedDistributedSampler
 from kbqa_lit.datamodules.tfs.instruction import InstructionDataModule
 from kbqa_lit.datamodules.tfs.instruction_batches import InstructionEncoder
 from kbqa_lit.errors import UserInputError
-
-NAMES = ["Ada Lovelace", "Alan Turing", "Grace Hopper", "Edsger Dijkstra", "Barbara Liskov"]
-CITIES = [("m.c0", "London"), ("m.c1", "Paris"), ("m.c2", "Rome")]
-
-
-def toy(n: int, offset: int = 0, prefix: str = "q") -> list[KBQAExample]:
-    out = []
-    for i in range(n):
-        name = NAMES[(i + offset) % len(NAMES)]
-        cid, city = CITIES[(i + offset) % len(CITIES)]
-        out.append(
-            KBQAExample(
-                qid=f"{prefix}{i}",
-                question=f"Where was {name} born?" + " Tell me please." * (i % 3),
-                answers=[Answer(cid, city)],
-                topic_entities={f"m.p{i}": name},
-                s_expression=f"(JOIN (R people.person.place_of_birth) m.p{i})",
-            )
-        )
-    return out
+from tests.helpers.toy import born_in
 
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("instr")
-    write_jsonl(toy(12), d / "train.jsonl")
-    write_jsonl(toy(5, offset=1, prefix="v") + [KBQAExample(qid="nogold", question="Who?")], d / "dev.jsonl")
-    write_jsonl(toy(3, offset=2, prefix="t"), d / "test.jsonl")
+    write_jsonl(born_in(12, padded=True), d / "train.jsonl")
+    write_jsonl(
+        born_in(5, offset=1, prefix="v", padded=True) + [KBQAExample(qid="nogold", question="Who?")], d / "dev.jsonl"
+    )
+    write_jsonl(born_in(3, offset=2, prefix="t", padded=True), d / "test.jsonl")
     return d
 
 
@@ -91,7 +74,7 @@ def test_templates() -> None:
 
 
 def test_task_targets_and_items_round_trip() -> None:
-    ex = toy(1)[0]
+    ex = born_in(1)[0]
     assert lf_target(ex) == "( join ( reverse [ people , person , place of birth ] ) [ Ada Lovelace ] )"
     items = items_target(ex)
     assert items == "[ people , person , place of birth ] ; [ Ada Lovelace ]"

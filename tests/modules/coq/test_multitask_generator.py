@@ -8,38 +8,21 @@ import torch
 import torch.nn.functional as F
 from lightning.pytorch import Trainer, seed_everything
 
-from kbqa_lit.data.schema import Answer, KBQAExample, write_jsonl
+from kbqa_lit.data.schema import write_jsonl
 from kbqa_lit.datamodules.coq.generation import GenerationDataModule
 from kbqa_lit.modules.coq.multitask_generator import MultitaskGenerator
+from tests.helpers.tiny import TINY_T5
+from tests.helpers.toy import born_in
 
-NAMES = ["Ada Lovelace", "Alan Turing", "Grace Hopper", "Edsger Dijkstra", "Barbara Liskov", "Donald Knuth"]
-CITIES = ["London", "Paris", "Rome"]
-SMALL_T5 = {"d_model": 32, "d_ff": 64, "num_heads": 2, "d_kv": 16}
-
-
-def toy(n: int, offset: int = 0) -> list[KBQAExample]:
-    out = []
-    for i in range(n):
-        name, city = NAMES[(i + offset) % len(NAMES)], CITIES[(i + offset) % len(CITIES)]
-        out.append(
-            KBQAExample(
-                qid=f"t{offset}-{i}",
-                question=f"Where was {name} born?",
-                answers=[Answer(f"m.c{i % 3}", city)],
-                topic_entities={f"m.p{i}": name},
-                s_expression=f"(JOIN (R people.person.place_of_birth) m.p{i})",
-                decomposition=f"[SUBQ] where was {name} born? [ANS] {city}",
-            )
-        )
-    return out
+SMALL_T5 = {k: TINY_T5[k] for k in ("d_model", "d_ff", "num_heads", "d_kv")}
 
 
 @pytest.fixture(scope="module")
 def dm(tmp_path_factory: pytest.TempPathFactory) -> GenerationDataModule:
     d = tmp_path_factory.mktemp("gen")
-    write_jsonl(toy(8), d / "train.jsonl")
-    write_jsonl(toy(5, offset=1), d / "dev.jsonl")
-    write_jsonl(toy(3, offset=2), d / "test.jsonl")
+    write_jsonl(born_in(8, prefix="t0-", decomposition=True), d / "train.jsonl")
+    write_jsonl(born_in(5, offset=1, prefix="t1-", decomposition=True), d / "dev.jsonl")
+    write_jsonl(born_in(3, offset=2, prefix="t2-", decomposition=True), d / "test.jsonl")
     data = GenerationDataModule(data_dir=str(d), vocab_size=150, batch_size=4, eval_batch_size=4, patterns="none")
     data.setup("fit")
     return data

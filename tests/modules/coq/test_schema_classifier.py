@@ -13,8 +13,9 @@ from kbqa_lit.datamodules.coq.classifier import SchemaDataModule
 from kbqa_lit.datamodules.coq.classifier_inputs import ENT_TASK, REL_TASK
 from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.modules.coq.schema_classifier import SchemaClassifier, masked_mean
+from tests.helpers.tiny import TINY_T5
 
-TINY = {"d_model": 32, "d_ff": 64, "num_layers": 2, "num_heads": 2, "d_kv": 16, "dropout_rate": 0.0}
+TINY = TINY_T5
 
 
 @pytest.fixture(scope="module")
