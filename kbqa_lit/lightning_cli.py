@@ -37,6 +37,46 @@ class KBQALightningCLI(LightningCLI):
         """Link the datamodule's tokenizer to the model (models built from a tokenizer take it)."""
         parser.link_arguments("data.tokenizer", "model.init_args.tokenizer", apply_on="instantiate")
 
+    def before_instantiate_classes(self) -> None:
+        """An oracle run (``data.init_args.linking: gold``) says so in its loggers' run names."""
+        mark_oracle_run(self.config[self.subcommand] if self.subcommand else self.config)
+
+
+#: Appended to the run name of every logger of a run with gold linking.
+ORACLE_RUN_SUFFIX = "-oracle-linking"
+
+
+def mark_oracle_run(config: Any) -> bool:
+    """Append :data:`ORACLE_RUN_SUFFIX` to the loggers' ``name`` when the data links with the gold entities.
+
+    Args:
+        config: The subcommand's parsed config (a jsonargparse namespace).
+
+    Returns:
+        Whether the run is an oracle run.
+    """
+    init = _get(_get(config, "data"), "init_args")
+    if _get(init, "linking") != "gold":
+        return False
+    loggers = _get(_get(config, "trainer"), "logger")
+    for logger in loggers if isinstance(loggers, list) else [loggers]:
+        args = _get(logger, "init_args")
+        if args is None:
+            continue
+        name = _get(args, "name")
+        if not str(name or "").endswith(ORACLE_RUN_SUFFIX):
+            args["name"] = f"{name or 'run'}{ORACLE_RUN_SUFFIX}"
+    return True
+
+
+def _get(obj: Any, key: str) -> Any:
+    if obj is None or isinstance(obj, (bool, str)):
+        return None
+    try:
+        return obj[key] if key in obj else None
+    except TypeError:
+        return getattr(obj, key, None)
+
 
 def build_cli(args: Sequence[str] | None = None, run: bool = True, **kwargs: Any) -> KBQALightningCLI:
     """Build (and by default run) the kbqa LightningCLI.

@@ -25,6 +25,13 @@ What the module and the datamodule must provide:
 - ``trainer.datamodule.examples(split)`` → ``list[KBQAExample]`` for ``"val"``, ``"test"``,
   ``"predict"``, and batches with ``batch["index"]`` (row indices into that list).
 
+The examples are what inference may see: the datamodules that declare a ``linking`` setting
+(:mod:`kbqa_lit.data.linking`) hand out views whose ``topic_entities`` are the *linked* entities,
+so the topic-entity slots and the label map of denormalisation never read gold entities. With
+``linking: gold`` (an oracle) every metric is logged as ``oracle/{val,test}/...`` and the files are
+named ``oracle_{val,test}_predictions_epoch{E}.jsonl``; each row records its ``linking`` and the
+``linked`` entities.
+
 Under DDP each index should reach exactly one rank (an unrepeated sampler). If the gathered rows
 show an index twice (e.g. Lightning's padding ``DistributedSampler``), the duplicates are
 dropped and the metrics recomputed from the unique rows, with a warning.
@@ -47,6 +54,7 @@ from torchmetrics import Metric
 
 from kbqa_lit.data.entity_slots import unmask_lf
 from kbqa_lit.data.gold import gold_parses, gold_sexprs
+from kbqa_lit.data.linking import ORACLE_PREFIX
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError
 from kbqa_lit.kb.cache import ExecutionCache
@@ -453,6 +461,8 @@ class ExecutionGuidedEval(L.Callback):
             "gold": [a.id for a in ex.answers],
             "gold_names": [a.name for a in ex.answers],
             "gold_sexpr": ex.s_expression,
+            "linking": ex.meta.get("linking", "gold"),
+            "linked": dict(ex.topic_entities),
             "beams": beams[:ROW_BEAMS],
             "num_beams": len(beams),
             "chosen_beam": sel.chosen_beam,
@@ -474,7 +484,7 @@ class ExecutionGuidedEval(L.Callback):
 
     # -- epoch end -----------------------------------------------------------------------
     def _finish(self, stage: str, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        prefix = STAGES[stage][0]
+        prefix = metric_prefix(stage, trainer)
         info = self.kb.cache_info() if self.kb is not None and hasattr(self.kb, "cache_info") else {}
         hits = int(info.get("hits", 0)) - self._cache_start[0]
         misses = int(info.get("misses", 0)) - self._cache_start[1]
@@ -509,7 +519,7 @@ class ExecutionGuidedEval(L.Callback):
 
     def _out_path(self, prefix: str, trainer: L.Trainer) -> Path:
         out_dir = self._out_dir or Path(trainer.default_root_dir)
-        return out_dir / f"{prefix}_predictions_epoch{trainer.current_epoch}.jsonl"
+        return out_dir / f"{prefix.replace('/', '_')}_predictions_epoch{trainer.current_epoch}.jsonl"
 
     def _log_table(self, trainer: L.Trainer, prefix: str, rows: list[dict[str, Any]]) -> None:
         if self.log_table_rows <= 0:
@@ -540,6 +550,13 @@ class ExecutionGuidedEval(L.Callback):
         for logger in trainer.loggers:
             if isinstance(logger, WandbLogger):
                 logger.log_table(f"{prefix}/predictions", columns=columns, data=data)
+
+
+def metric_prefix(stage: str, trainer: L.Trainer) -> str:
+    """``val``/``test``/``predict``, under ``oracle/`` when the datamodule links with the gold entities."""
+    prefix = STAGES[stage][0]
+    linking = getattr(getattr(trainer, "datamodule", None), "linking", None)
+    return ORACLE_PREFIX + prefix if linking == "gold" else prefix
 
 
 def _unique_sorted(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:

@@ -8,9 +8,12 @@ With slots, the inputs name the topic entities by position and the target says `
 the normalised S-expression says ``[ label ]``; after generation :func:`unmask_lf` puts the
 labels back, so denormalisation and execution see ordinary normalised S-expressions.
 
-The slots use only what inference already has: the example's ``topic_entities`` (given by the
-dataset or by entity linking), which denormalisation uses as its label map anyway. Slot ``k``
-is the ``k``-th topic entity in the example's order; at most :data:`MAX_SLOTS`.
+The slots use only what inference has: the example's ``topic_entities`` — at validation, test and
+predict time the *linked* entities (:mod:`kbqa_lit.data.linking`), which denormalisation uses as
+its label map anyway. Slot ``k`` is the ``k``-th distinct label in the order the labels occur in the
+question (labels not in the question last, in the example's order), so training (gold entities)
+and inference (linked entities, in the linker's order) number the same mention alike; at most
+:data:`MAX_SLOTS`.
 """
 
 from __future__ import annotations
@@ -27,13 +30,20 @@ _SLOT = re.compile(r"\[E([0-9])\]")
 
 
 def topic_slots(ex: KBQAExample) -> list[tuple[str, str]]:
-    """``(slot token, label)`` for the example's labelled topic entities, in order (at most 8)."""
-    out: list[tuple[str, str]] = []
+    """``(slot token, label)`` per distinct topic-entity label, by position in the question (at most 8)."""
+    labels: dict[str, str] = {}
     for label in ex.topic_entities.values():
         label = " ".join(str(label).split())
-        if label and len(out) < MAX_SLOTS:
-            out.append((SLOT_TOKENS[len(out)], label))
-    return out
+        if label and label.lower() not in labels:
+            labels[label.lower()] = label
+    question = " ".join(ex.question.split()).lower()
+
+    def position(key: str) -> int:
+        at = question.find(key)
+        return at if at >= 0 else len(question) + 1
+
+    ordered = sorted(labels, key=position)  # stable: labels not in the question keep their order
+    return [(SLOT_TOKENS[k], labels[key]) for k, key in enumerate(ordered[:MAX_SLOTS])]
 
 
 def _longest_first(slots: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:

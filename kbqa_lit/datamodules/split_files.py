@@ -12,6 +12,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from kbqa_lit.data.linking import IndexLinker, Linker, check_linking, inference_view, linking_recall
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.errors import UserInputError
 
@@ -59,6 +60,9 @@ class SplitFilesMixin:
         self.data_dir = Path(data_dir).expanduser() if data_dir else None
         self._files = files
         self._examples = {}
+        self._gold: dict[str, list[KBQAExample]] = {}
+        if not hasattr(self, "linking"):
+            self._init_linking("gold", None, None, 3)  # hosts without a linking setting: files as they are
 
     def _home(self) -> Path:
         """Folder for the tokenizer and cache when ``data_dir`` is not given."""
@@ -108,20 +112,79 @@ class SplitFilesMixin:
                 log.info("building the synthetic world (seed %s) in %s", self.hparams.synthetic_seed, self.data_dir)
                 build_world(self.data_dir, seed=self.hparams.synthetic_seed, size=self.hparams.synthetic_size)
 
+    def gold_examples(self, split: str) -> list[KBQAExample]:
+        """The examples of ``split`` as read from the file (gold fields included), in file order.
+
+        Raises:
+            UserInputError: When the split has no file or the file is missing.
+        """
+        split = canonical_split(split)
+        if split not in self._gold:
+            self._ensure_data()
+            path = self.split_file(split)
+            if path is None or not path.is_file():
+                raise UserInputError(f"no {split} file: {path if path is not None else '(none configured)'}")
+            self._gold[split] = list(read_jsonl(path))
+        return self._gold[split]
+
     def examples(self, split: str) -> list[KBQAExample]:
-        """The examples of ``split`` in file order; ``batch["index"]`` indexes this list.
+        """The examples of ``split`` in file order, as the stage may see them; ``batch["index"]`` indexes this list.
+
+        Training examples are the file's. Validation, test and predict examples are
+        :func:`~kbqa_lit.data.linking.inference_view` copies under the ``linking`` setting: no gold
+        entity reaches them unless ``linking`` is ``gold`` (see :mod:`kbqa_lit.data.linking`).
 
         Raises:
             UserInputError: When the split has no file or the file is missing.
         """
         split = canonical_split(split)
         if split not in self._examples:
-            self._ensure_data()
-            path = self.split_file(split)
-            if path is None or not path.is_file():
-                raise UserInputError(f"no {split} file: {path if path is not None else '(none configured)'}")
-            self._examples[split] = list(read_jsonl(path))
+            gold = self.gold_examples(split)
+            mode = self.linking
+            if split == "train" or mode == "gold":
+                self._examples[split] = gold
+            else:
+                linker = self._linker() if mode == "predicted" else None
+                self._examples[split] = [inference_view(ex, mode, linker) for ex in gold]
+                recall = linking_recall(self._examples[split], gold)
+                if recall is not None:
+                    log.info("%s: linking %s finds %.3f of the gold topic entities", split, mode, recall)
         return self._examples[split]
+
+    # ------------------------------------------------------------------ linking
+
+    def _init_linking(
+        self, linking: str, linking_store: str | None, linking_build_from: list[str] | None, linking_top_k: int
+    ) -> None:
+        """Check and keep the linking settings (call from ``__init__``; see :mod:`kbqa_lit.data.linking`)."""
+        self.linking = check_linking(linking)
+        if linking_top_k < 1:
+            raise UserInputError(f"linking_top_k must be at least 1, got {linking_top_k}")
+        self._linking_store = linking_store
+        self._linking_build_from = list(linking_build_from or [])
+        self._linking_top_k = int(linking_top_k)
+        self._linker_cache: Linker | None = None
+
+    def linking_key(self) -> dict[str, Any]:
+        """What the evaluation inputs depend on (part of the tokenised cache's key)."""
+        return {"linking": self.linking, "linking_store": self._linking_store, "linking_top_k": self._linking_top_k}
+
+    def _linker(self) -> Linker | None:
+        """The surface-name linker over ``linking_store`` (built once; ``None`` without a store)."""
+        if self._linker_cache is None and self._linking_store:
+            from kbqa_lit.kb.entity_index import EntityIndex
+            from kbqa_lit.kb.loaders import ensure_store
+            from kbqa_lit.kb.store import open_store
+
+            if self._linking_build_from:
+                ensure_store(self._linking_store, self._linking_build_from)
+            store = open_store(self._linking_store, timeout=600.0)  # one-off index build: full scans
+            try:
+                index = EntityIndex.for_store(store)
+            finally:
+                store.close()
+            self._linker_cache = IndexLinker(index, top_k=self._linking_top_k)
+        return self._linker_cache
 
     def _world(self) -> tuple[int, int]:
         """``(world_size, global_rank)`` of the attached trainer, ``(1, 0)`` without one."""

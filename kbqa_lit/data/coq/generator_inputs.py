@@ -144,7 +144,12 @@ def answer_target(ex: KBQAExample) -> str | None:
 
 
 def coq_texts(
-    ex: KBQAExample, *, use_decomposition: bool = True, patterns: str = "gold", mask_entities: bool = False
+    ex: KBQAExample,
+    *,
+    use_decomposition: bool = True,
+    patterns: str = "gold",
+    mask_entities: bool = False,
+    gold: KBQAExample | None = None,
 ) -> dict[str, str | None]:
     """Both CoQ inputs and targets of one example.
 
@@ -155,6 +160,8 @@ def coq_texts(
         mask_entities: In the logical-form task, write the topic entities as slots ``[E0]``...
             in the input and the target (:mod:`kbqa_lit.data.entity_slots`); the answer task
             keeps the names.
+        gold: The example the targets come from (default ``ex``): the file's example when ``ex``
+            is an inference view (:func:`kbqa_lit.data.linking.inference_view`) without gold entities.
 
     Returns:
         ``{"source", "target", "ans_source", "ans_target"}``; a target is ``None`` when the
@@ -162,7 +169,8 @@ def coq_texts(
     """
     pats = example_patterns(ex, patterns)
     source = source_text(LF_PREFIX, ex, pats, use_decomposition)
-    target = lf_target(ex)
+    gold = ex if gold is None else gold
+    target = lf_target(gold)
     if mask_entities:
         slots = topic_slots(ex)
         source = mask_text(source, slots)
@@ -171,7 +179,7 @@ def coq_texts(
         "source": source,
         "target": target,
         "ans_source": source_text(ANSWER_PREFIX, ex, pats, use_decomposition),
-        "ans_target": answer_target(ex),
+        "ans_target": answer_target(gold),
     }
 
 

@@ -19,7 +19,7 @@ from kbqa_lit.data.schema import KBQAExample
 log = logging.getLogger(__name__)
 
 #: Bump when the input recipe changes (part of the cache key).
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 
 
 def encode_examples(
@@ -33,6 +33,7 @@ def encode_examples(
     max_source_length: int,
     max_target_length: int,
     require_target: bool,
+    targets: Sequence[KBQAExample] | None = None,
 ) -> dict[str, list[Any]]:
     """Tokenise both CoQ tasks of ``examples`` into columns.
 
@@ -47,14 +48,21 @@ def encode_examples(
         max_target_length: Targets are truncated to this many tokens.
         require_target: Leave out examples without a gold S-expression (training); otherwise
             they are kept with empty labels.
+        targets: The examples the targets come from, one per example (default ``examples``):
+            the file's examples when ``examples`` are inference views without gold entities.
 
     Returns:
         Columns ``index``, ``input_ids``, ``labels``, ``length`` (+ ``ans_input_ids``,
         ``ans_labels``).
     """
     keep, texts = [], []
-    for i, ex in enumerate(examples):
-        t = coq_texts(ex, use_decomposition=use_decomposition, patterns=patterns, mask_entities=mask_entities)
+    golds = examples if targets is None else targets
+    if len(golds) != len(examples):
+        raise ValueError(f"{len(golds)} target examples for {len(examples)} examples")
+    for i, (ex, gold) in enumerate(zip(examples, golds, strict=True)):
+        t = coq_texts(
+            ex, use_decomposition=use_decomposition, patterns=patterns, mask_entities=mask_entities, gold=gold
+        )
         if require_target and t["target"] is None:
             continue
         keep.append(i)

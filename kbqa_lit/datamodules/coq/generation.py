@@ -94,6 +94,16 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
         bucket_by_length: Sample training batches from buckets of similar input length (less
             padding); false shuffles uniformly.
         cache_dir: Folder of the tokenised Arrow cache (default ``<data_dir>/.cache``).
+        linking: Which entities validation, test and predict inputs may use (see
+            :mod:`kbqa_lit.data.linking`): ``predicted`` (the pipeline's refined or linked
+            entities, else the surface-name index of ``linking_store`` over the question),
+            ``dataset-given`` (MetaQA's bracketed entity, PathQuestion's path head) or ``gold``
+            (an oracle: metrics are logged under ``oracle/``). Training always sees the gold.
+        linking_store: The knowledge base whose names ``predicted`` linking searches (an
+            Oxigraph store directory or an endpoint URL); without it, only the entities the
+            examples carry (``meta.refined_entities``/``entity_candidates``) are used.
+        linking_build_from: Triple files to build ``linking_store`` from when it holds none yet.
+        linking_top_k: Linked entities kept per question (ambiguous names give several).
     """
 
     def __init__(
@@ -118,10 +128,15 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
         num_workers: int = 0,
         bucket_by_length: bool = True,
         cache_dir: str | None = None,
+        linking: Literal["predicted", "dataset-given", "gold"] = "predicted",
+        linking_store: str | None = None,
+        linking_build_from: list[str] | None = None,
+        linking_top_k: int = 3,
     ) -> None:
         super().__init__()
         if patterns not in PATTERN_MODES:
             raise UserInputError(f"patterns must be one of {', '.join(PATTERN_MODES)}, got {patterns!r}")
+        self._init_linking(linking, linking_store, linking_build_from, linking_top_k)
         self._init_split_files(data_dir, train_file, val_file, test_file, predict_file, synthetic_seed)
         self.save_hyperparameters()
         self._datasets: dict[str, TokenizedSplit] = {}
@@ -144,7 +159,7 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
             log.warning("no training file: training the tokenizer on %s", ", ".join(splits) or "nothing")
         texts = [LF_PREFIX, ANSWER_PREFIX]
         for split in dict.fromkeys(splits):
-            for ex in self.examples(split):
+            for ex in self.gold_examples(split):
                 texts.append(ex.question)
                 texts.extend(t for t in (ex.decomposition, lf_target(ex), answer_target(ex)) if t)
                 texts.extend(example_patterns(ex, "predicted"))
@@ -184,7 +199,7 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
         """The tokenised ``split`` (loaded from the Arrow cache, or encoded and cached once)."""
         split = canonical_split(split)
         if split not in self._datasets:
-            examples = self.examples(split)
+            examples, golds = self.examples(split), self.gold_examples(split)
             settings = {
                 "use_decomposition": self.hparams.use_decomposition,
                 "patterns": self.hparams.patterns,
@@ -199,8 +214,8 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
                 self.split_file(split),
                 self.tokenizer,
                 self._cache_root(),
-                {"format": CACHE_FORMAT, **settings},
-                lambda: encoding.encode_examples(examples, self.tokenizer, **settings),
+                {"format": CACHE_FORMAT, **settings, **({} if split == "train" else self.linking_key())},
+                lambda: encoding.encode_examples(examples, self.tokenizer, targets=golds, **settings),
                 namespace="generation",
                 kind="train" if split == "train" else "eval",  # test and predict share entries
             )

@@ -25,7 +25,7 @@ rank); training batches are shuffled and sharded by Lightning's distributed samp
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Literal
 
 from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader
@@ -72,6 +72,13 @@ class InstructionDataModule(SplitFilesMixin, LightningDataModule):
         batch_size: Training batch size (per device; the paper uses 8).
         eval_batch_size: Validation/test/predict batch size (per device).
         num_workers: DataLoader worker processes.
+        linking: Which entities the execution-guided evaluation may map mentions to (see
+            :mod:`kbqa_lit.data.linking`): ``predicted`` (the examples' linked candidates, else the
+            surface-name index of ``linking_store``), ``dataset-given`` or ``gold`` (an oracle,
+            logged under ``oracle/``). The tokenised rows are teacher-forced from the file.
+        linking_store: The knowledge base whose names ``predicted`` linking searches.
+        linking_build_from: Triple files to build ``linking_store`` from when it holds none yet.
+        linking_top_k: Linked entities kept per question.
     """
 
     def __init__(
@@ -95,8 +102,13 @@ class InstructionDataModule(SplitFilesMixin, LightningDataModule):
         batch_size: int = 8,
         eval_batch_size: int = 16,
         num_workers: int = 0,
+        linking: Literal["predicted", "dataset-given", "gold"] = "predicted",
+        linking_store: str | None = None,
+        linking_build_from: list[str] | None = None,
+        linking_top_k: int = 3,
     ) -> None:
         super().__init__()
+        self._init_linking(linking, linking_store, linking_build_from, linking_top_k)
         self._init_split_files(data_dir, train_file, val_file, test_file, predict_file, synthetic_seed)
         try:
             self.tasks: tuple[str, ...] = check_tasks(tasks)
@@ -127,7 +139,7 @@ class InstructionDataModule(SplitFilesMixin, LightningDataModule):
         )
         texts: list[str] = []
         for split in dict.fromkeys(splits):
-            for ex in self.examples(split):
+            for ex in self.gold_examples(split):
                 for task in TASKS:  # every task, so one tokenizer serves runs of any task mix
                     target = task_target(task, ex, self.hparams.max_answers)
                     texts.append(text_encoder.prompt_text(task, task_input(task, ex)))
@@ -163,7 +175,7 @@ class InstructionDataModule(SplitFilesMixin, LightningDataModule):
         if split not in self._rows:
             out: list[dict[str, Any]] = []
             skipped = 0
-            for i, ex in enumerate(self.examples(split)):
+            for i, ex in enumerate(self.gold_examples(split)):  # teacher-forced rows (losses)
                 for task in self.tasks:
                     target = task_target(task, ex, self.hparams.max_answers)
                     if target is None and (split == "train" or task == "s2_lf"):

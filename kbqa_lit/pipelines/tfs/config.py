@@ -27,6 +27,7 @@ from typing import Any, Literal, Optional
 
 from jsonargparse import ArgumentParser
 
+from kbqa_lit.data.linking import ORACLE_PREFIX
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.errors import UserInputError
 
@@ -103,13 +104,17 @@ class LinkingConfig:
     """How entity mentions become KB ids.
 
     Attributes:
-        use_example_entities: Link with the example's labels (topic entities, candidates) first.
+        mode: Which entities the example may contribute (see :mod:`kbqa_lit.data.linking`):
+            ``predicted`` (its ``meta.refined_entities``/``entity_candidates`` only; the default),
+            ``dataset-given`` (its topic entities, for MetaQA/PathQuestion) or ``gold`` (an oracle:
+            gold topic entities and the gold form's labels; the metrics are reported under
+            ``oracle/``).
         surface_index: ``kb``: exact-name lookup in the store; ``None``: none.
         candidates_per_mention: Ids taken per mention from the surface index.
         max_readings: Readings (choices of ids) executed per logical form.
     """
 
-    use_example_entities: bool = True
+    mode: Literal["predicted", "dataset-given", "gold"] = "predicted"
     surface_index: Optional[Literal["kb"]] = "kb"  # noqa: UP045
     candidates_per_mention: int = 5
     max_readings: int = 8
@@ -235,6 +240,7 @@ def run_pipeline(
         strategies = [s for s in config.strategies if s not in disable]
         linking = asdict(config.linking)
         surface = linking.pop("surface_index")
+        linking["linking"] = linking.pop("mode")
         pipeline = TFSFallbackPipeline(
             members,
             kb,
@@ -255,7 +261,10 @@ def run_pipeline(
             kb.close()
     target = out or config.out
     report.write_jsonl(target)
-    return {"metrics": report.metrics, "out": str(target), "questions": len(report.rows)}
+    metrics = report.metrics
+    if config.linking.mode == "gold":
+        metrics = {ORACLE_PREFIX + k: v for k, v in metrics.items()}
+    return {"metrics": metrics, "linking": config.linking.mode, "out": str(target), "questions": len(report.rows)}
 
 
 __all__ = [

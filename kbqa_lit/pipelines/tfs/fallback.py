@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kbqa_lit.data.gold import gold_parses, gold_sexprs
+from kbqa_lit.data.linking import check_linking, inference_view
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.data.tfs.prompts import parse_items, s2_lf_input
 from kbqa_lit.datamodules.tfs.instruction_batches import InstructionEncoder
@@ -177,9 +178,10 @@ class TFSFallbackPipeline:
         max_new_tokens: Longest logical form / item list.
         answer_max_new_tokens: Longest S3 answer text.
         batch_size: Questions generated for at once.
-        use_example_entities: Link mentions with the example's labels (topic entities and
-            ``meta.entity_labels``/``entity_candidates``) before the surface index; false uses
-            only ``meta.entity_candidates`` and the surface index (no gold topic entities).
+        linking: Which of the example's entities link mentions before the surface index
+            (:func:`kbqa_lit.data.linking.inference_view`): ``predicted`` (its refined or linked
+            candidates only), ``dataset-given`` (its topic entities) or ``gold`` (an oracle:
+            topic entities and the gold form's labels).
         surface_index: Mention → KB ids (e.g. :class:`KBNameLookup`); ``None``: none.
         candidates_per_mention: Ids taken per mention from the surface index.
         max_readings: Readings (choices of ids) executed per logical form.
@@ -203,7 +205,7 @@ class TFSFallbackPipeline:
         max_new_tokens: int = 128,
         answer_max_new_tokens: int = 64,
         batch_size: int = 8,
-        use_example_entities: bool = True,
+        linking: str = "predicted",
         surface_index: Mapping[str, Sequence[str]] | None = None,
         candidates_per_mention: int = 5,
         max_readings: int = 8,
@@ -222,7 +224,7 @@ class TFSFallbackPipeline:
         self.s1_beams, self.s2_item_beams, self.s2_lf_beams = s1_beams, s2_item_beams, s2_lf_beams
         self.max_new_tokens, self.answer_max_new_tokens = max_new_tokens, answer_max_new_tokens
         self.batch_size = max(1, int(batch_size))
-        self.use_example_entities = use_example_entities
+        self.linking = check_linking(linking)
         self.surface_index = surface_index
         self.candidates_per_mention = candidates_per_mention
         self.max_readings = max_readings
@@ -240,7 +242,7 @@ class TFSFallbackPipeline:
     # ------------------------------------------------------------------ linking and execution
 
     def _linking(self, ex: KBQAExample, mentions: Sequence[str]) -> tuple[dict, list[tuple[str, str]]]:
-        labels = ex.entity_labels() if self.use_example_entities else dict(ex.meta.get("entity_candidates") or {})
+        labels = inference_view(ex, self.linking).entity_labels()
         candidates: list[tuple[str, str]] = []
         if self.surface_index is not None:
             for mention in dict.fromkeys(mentions):

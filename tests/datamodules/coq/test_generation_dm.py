@@ -111,8 +111,8 @@ def test_batch_format_and_index_maps_to_examples(data_dir: Path) -> None:
     assert batch["index"].tolist() == [0, 1, 2]  # file order
     tok = dm.tokenizer
     for row, i in enumerate(batch["index"].tolist()):
-        ex = dm.examples("val")[i]
-        texts = coq_texts(ex, use_decomposition=True, patterns="none")
+        ex, gold = dm.examples("val")[i], dm.gold_examples("val")[i]  # the input view; targets from the file
+        texts = coq_texts(ex, use_decomposition=True, patterns="none", gold=gold)
         n = int(batch["attention_mask"][row].sum())
         assert tok.decode(batch["input_ids"][row, :n], skip_special_tokens=False).endswith("</s>")
         src = tok.decode(batch["input_ids"][row], skip_special_tokens=True)

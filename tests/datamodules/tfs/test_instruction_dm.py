@@ -92,7 +92,7 @@ def test_task_targets_and_items_round_trip() -> None:
 def test_loss_only_on_the_response(dm: InstructionDataModule) -> None:
     tok = dm.tokenizer
     batch = next(iter(dm.val_dataloader()))
-    examples = dm.examples("val")
+    examples = dm.gold_examples("val")  # the rows are teacher-forced from the file
     for k in range(batch["input_ids"].shape[0]):
         ids, labels, mask = batch["input_ids"][k], batch["labels"][k], batch["attention_mask"][k]
         task = TASKS[int(batch["task"][k])]

@@ -167,7 +167,10 @@ def test_without_surface_index_only_the_example_labels_link(kb) -> None:
     rows = TFSFallbackPipeline([m], kb, s1_beams=2, s2_lf_beams=2).run(examples()).rows
     # q1 has no topic entity: "Ada Lovelace" links to nothing, so S1 fails and S3 has no answer
     assert rows[0].strategy is None and any("no entity matches" in e for e in rows[0].attempts[0].errors)
-    assert rows[1].strategy == "s2"  # q2 links through its topic entity
+    # q2's gold topic entity is not an input (linking: predicted): without a surface index nothing links
+    assert rows[1].strategy is None
+    oracle = TFSFallbackPipeline([m], kb, s1_beams=2, s2_lf_beams=2, linking="gold").run(examples()).rows
+    assert oracle[1].strategy == "s2"  # the oracle links q2 through its gold topic entity
 
 
 def test_chain_of_two_members_in_both_orders(kb) -> None:
@@ -238,7 +241,8 @@ def test_shipped_pipeline_config_fits_the_pipeline() -> None:
     assert set(config["strategies"]) <= set(STRATEGIES) and config["order"] in ("strategy", "member")
     accepted = set(inspect.signature(TFSFallbackPipeline.__init__).parameters)
     assert set(config["decoding"]) <= accepted
-    assert set(config["linking"]) - {"surface_index"} <= accepted
+    assert set(config["linking"]) - {"surface_index", "mode"} <= accepted
+    assert config["linking"]["mode"] == "predicted"  # passed to the pipeline as ``linking``
     for spec in config["members"]:
         assert spec["name"] and set(spec["adapters"]) <= set(TASKS)
     assert config["kb"]["store"] and config["data"]["split"] in ("train", "dev", "test")
