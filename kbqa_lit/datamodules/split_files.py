@@ -12,6 +12,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from lightning.pytorch.utilities import rank_zero_warn
+
 from kbqa_lit.data.linking import IndexLinker, Linker, check_linking, inference_view, linking_recall
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.errors import UserInputError
@@ -149,6 +151,12 @@ class SplitFilesMixin:
                 recall = linking_recall(self._examples[split], gold)
                 if recall is not None:
                     log.info("%s: linking %s finds %.3f of the gold topic entities", split, mode, recall)
+                if gold and not any(v.topic_entities for v in self._examples[split]):
+                    rank_zero_warn(
+                        f"{type(self).__name__}: linking {mode!r} gave no entity to any of the {len(gold)} {split} "
+                        "questions: set linking_store (the KB whose names are linked), give the examples "
+                        "meta.entity_candidates, or choose linking: dataset-given where the dataset names them"
+                    )
         return self._examples[split]
 
     # ------------------------------------------------------------------ linking

@@ -136,3 +136,14 @@ def test_gold_linking_is_an_oracle_and_says_so(world) -> None:
     assert mark_oracle_run(config) and config["trainer"]["logger"]["init_args"]["name"] == "logs" + ORACLE_RUN_SUFFIX
     honest = {"data": {"init_args": {"linking": "predicted"}}, "trainer": {"logger": {"init_args": {"name": "logs"}}}}
     assert not mark_oracle_run(honest) and honest["trainer"]["logger"]["init_args"]["name"] == "logs"
+
+
+def test_predicted_linking_without_a_source_warns(world) -> None:
+    root = world["root"]
+    dm = GenerationDataModule(
+        data_dir=str(world["gold"]), vocab_size=200, patterns="none", mask_entities=True, linking="predicted",
+        cache_dir=str(root / "cache_nostore"),
+    )  # fmt: skip
+    with pytest.warns(UserWarning, match="gave no entity to any of the 6 test questions: set linking_store"):
+        views = dm.examples("test")
+    assert all(v.topic_entities == {} for v in views)  # the gold ones are not a fallback
