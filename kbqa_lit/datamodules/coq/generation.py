@@ -200,6 +200,11 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
         split = canonical_split(split)
         if split not in self._datasets:
             examples, golds = self.examples(split), self.gold_examples(split)
+            if self.hparams.patterns == "predicted" and examples and not any("patterns" in ex.meta for ex in examples):
+                raise UserInputError(
+                    f"patterns: predicted, but no example of {self.split_file(split)} has meta.patterns: run the "
+                    "pattern stage on it (kbqa predict with PatternWriter), or set patterns: none"
+                )
             settings = {
                 "use_decomposition": self.hparams.use_decomposition,
                 "patterns": self.hparams.patterns,

@@ -257,3 +257,10 @@ def test_synthetic_world_is_built_on_first_use(tmp_path: Path) -> None:
     assert ex.question in dm.tokenizer.decode(batch["input_ids"][0], skip_special_tokens=True)
     info = json.loads(next((tmp_path / "syn" / ".cache" / "generation").glob("train-*/dataset_info.json")).read_text())
     assert "input_ids" in info["features"]
+
+
+def test_predicted_patterns_on_a_file_without_them_is_an_error(tmp_path: Path) -> None:
+    write_splits(tmp_path)  # hand-made examples: no meta.patterns anywhere
+    dm = make_dm(tmp_path, patterns="predicted")
+    with pytest.raises(UserInputError, match=r"patterns: predicted, but no example of .*test.jsonl has meta.patterns"):
+        dm.dataset("test")
