@@ -10,7 +10,10 @@ entity, labelled 1 when the item is gold::
 Candidates: ``candidates="meta"`` reads the retrieval stage's ``meta["relation_candidates"]``,
 ``meta["entity_candidates"]`` and ``meta["entity_relations"]`` (1-hop relations missing there are
 looked up in the store, batched and cached); ``"sampled"`` builds gold + negatives from the KB;
-``"auto"`` (default) uses the meta when the example has it, else samples. Training always
+``"auto"`` (default) uses the meta when the example has it, else samples — except at predict time,
+where an example without retrieved candidates is an error (sampled candidates hold the gold items,
+and predictions feed later stages); sampled validation/test figures warn that they are an upper
+bound. Training always
 includes the gold items (up to ``num_candidates`` per kind; more only when there are more gold).
 
 Relations listed in an entity item: its 1-hop relations among gold ∪ ``meta["refined_relations"]``
@@ -34,6 +37,7 @@ from typing import Any, Literal
 
 import torch
 from lightning.pytorch import LightningDataModule
+from lightning.pytorch.utilities import rank_zero_warn
 from torch.utils.data import DataLoader
 from transformers import PreTrainedTokenizerBase
 
@@ -168,6 +172,7 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
         self.save_hyperparameters()
         self._items: dict[str, list[dict[str, Any]]] = {}
         self._candidates: dict[tuple[str, int], Candidates] = {}
+        self._warned_sampled = False
         self._kb: SchemaKB | None = None
         self.tokenizer: PreTrainedTokenizerBase = self._build_tokenizer()
 
@@ -218,9 +223,17 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
             mode = self.hparams.candidates
             cands = meta_candidates(ex) if mode in ("auto", "meta") else None
             if cands is None:
-                if mode == "meta":
+                if mode == "meta" or (mode == "auto" and split == "predict"):
                     raise UserInputError(
-                        f"{split} example {ex.qid!r} has no meta['relation_candidates'] (candidates: meta)"
+                        f"{split} example {ex.qid!r} has no meta['relation_candidates'] (candidates: {mode}); "
+                        "sampled candidates include the gold items, so predictions never use them: run the "
+                        "retrieval stage on this file first"
+                    )
+                if split != "train" and not self._warned_sampled:
+                    self._warned_sampled = True
+                    rank_zero_warn(
+                        f"SchemaDataModule: {split} examples without retrieved candidates get sampled ones, which "
+                        "include every gold item: their figures are an upper bound, not a prediction"
                     )
                 cands = sampled_candidates(ex, self.kb, limit, seed=self.hparams.negative_seed)
             elif split == "train":

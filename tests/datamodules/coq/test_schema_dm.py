@@ -163,7 +163,9 @@ def test_meta_mode_without_meta_is_a_user_error(world: Path, small: Path) -> Non
 
 
 def test_predict_records_carry_raw_candidates(world: Path, small: Path) -> None:
-    dm = make_dm(world, small, num_candidates=5, predict_batch_size=3)
+    with pytest.raises(UserInputError, match="sampled candidates include the gold items"):
+        list(make_dm(world, small, num_candidates=5).predict_dataloader())  # auto: no retrieved candidates
+    dm = make_dm(world, small, num_candidates=5, predict_batch_size=3, candidates="sampled")  # explicit oracle
     batches = list(dm.predict_dataloader())
     records = [r for b in batches for r in b]
     assert [len(b) for b in batches] == [3, 1] and [r["index"] for r in records] == [0, 1, 2, 3]

@@ -54,6 +54,7 @@ def test_kbqa_predict_writes_the_contract_fields(data_dir: Path, tmp_path: Path)
         "--data.init_args.synthetic_seed=null",
         "--data.init_args.vocab_size=300",
         "--data.init_args.predict_batch_size=2",
+        "--data.init_args.candidates=sampled",  # the raw world has no retrieved candidates
         "--model.init_args.model_config={d_model: 32, d_ff: 64, num_layers: 1, num_heads: 2, d_kv: 16}",
         "--model.init_args.threshold=0.3",
         f"--trainer.default_root_dir={tmp_path}",
