@@ -64,7 +64,7 @@ from kbqa_lit.kb.store import is_endpoint, open_store
 from kbqa_lit.metrics.answer_metrics import AnswerMetrics
 from kbqa_lit.metrics.functional import QuestionScore, mean_scores, score_question, sum_scores
 from kbqa_lit.metrics.lf_match import load_reverse_properties, logical_form_em
-from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector, KBNameLookup, Selection
+from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector, KBNameLookup, Selection, names_of
 
 #: Trainer stage → (metric prefix, datamodule split).
 STAGES: dict[str, tuple[str, str]] = {
@@ -431,12 +431,24 @@ class ExecutionGuidedEval(L.Callback):
                 answer_text=None if texts is None else texts[k],
                 name_to_ids=self.names,
             )
-            score = score_question(sel.answers, gold_parses(ex), em=self._em(sel, ex), executable=sel.executable)
+            predicted = self._comparable(sel.answers, ex)
+            score = score_question(predicted, gold_parses(ex), em=self._em(sel, ex), executable=sel.executable)
             scores.append(score)
             fallbacks += int(sel.fallback)
             self._rows.append(self._row(i, ex, ex_beams, None if texts is None else texts[k], sel, score))
         self._metrics.update(scores=scores)
         self._counts.update(fallback=fallbacks, n=len(indices))
+
+    def _comparable(self, answers: list[str], ex: KBQAExample) -> list[str]:
+        """The answers in the gold's terms: KB ids, or their names where the gold has names only.
+
+        WebQSP's answer-names files (``meta["answers_by_name"]``) give the gold answers as names;
+        predicted ids are mapped to their ``type.object.name`` (ids without one stay ids).
+        """
+        if not ex.meta.get("answers_by_name") or self.kb is None:
+            return answers
+        names = names_of(self.kb, answers)
+        return [names.get(a, a) for a in answers]
 
     def _em(self, sel: Selection, ex: KBQAExample) -> float | None:
         golds = gold_sexprs(ex)

@@ -168,6 +168,29 @@ def fallback_answers(answer_text: str, name_to_ids: Mapping[str, Sequence[str]] 
     return out
 
 
+def names_of(kb: KnowledgeBase, ids: Sequence[str], batch_size: int = 100) -> dict[str, str]:
+    """``{id: name}`` of the entity ids that have a ``type.object.name`` (English or no language).
+
+    For scoring against datasets whose gold answers are names (WebQSP's answer-names files). Ids
+    without a name, literals and failed queries are left out; one query per ``batch_size`` ids.
+    """
+    wanted = [i for i in dict.fromkeys(ids) if i and not i.startswith(("http://", "https://", "_:", '"'))]
+    wanted = [i for i in wanted if "." in i and " " not in i]  # entity ids look like m.0abc / g.11x
+    out: dict[str, str] = {}
+    for start in range(0, len(wanted), batch_size):
+        values = " ".join(f"<{NS}{i}>" for i in wanted[start : start + batch_size])
+        sparql = (
+            f'SELECT (CONCAT(STR(?e), "\\t", STR(?n)) AS ?x) WHERE {{ VALUES ?e {{ {values} }} '
+            f'?e <{NS}{NAME_RELATION}> ?n FILTER(lang(?n) = "" || langMatches(lang(?n), "en")) }}'
+        )
+        result = _safe_execute(kb, sparql)
+        for row in result.answers if result.ok else ():
+            iri_text, _, name = row.partition("\t")
+            eid = iri_text[len(NS) :] if iri_text.startswith(NS) else iri_text
+            out.setdefault(eid, name)
+    return out
+
+
 class KBNameLookup(Mapping[str, list[str]]):
     """Exact-name → entity ids, looked up lazily in a knowledge base (``type.object.name``).
 
