@@ -18,6 +18,13 @@ def print_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
+def first_line(exc: BaseException, limit: int = 160) -> str:
+    """``Type: first line of the message`` of an exception, cut to ``limit`` characters (for one-line errors)."""
+    lines = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def read_text_arg(value: str) -> str:
     """Return ``value``, or the contents of a file when it is written ``@path``."""
     if value.startswith("@"):
