@@ -10,7 +10,8 @@ candidate relations and entities) the writer
    pairs of refined relations and entities, scored over the decomposition's sub-chains with the
    same classifier, top-k → ``meta["patterns"]`` (``[{"relation", "entity", "label", "score"}]``);
 3. writes the examples, every other field kept, as JSON lines to ``out`` once all ranks are done
-   (rank 0, atomically, in file order) — ready for ``GenerationDataModule(patterns="predicted")``.
+   (rank 0, atomically, in file order) — ready for ``GenerationDataModule(patterns="predicted")`` —
+   and logs the stage's end-to-end figures (:mod:`kbqa_lit.pipelines.coq.stage_figures`).
 
 Entity labels met on the way (candidates' labels) are added to ``meta["entity_candidates"]`` only
 when the example has none there, so denormalisation of generated S-expressions can use them.
@@ -18,6 +19,7 @@ when the example has none there, so denormalisation of generated S-expressions c
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import replace
 from pathlib import Path
@@ -30,6 +32,7 @@ from lightning.pytorch.callbacks import Callback
 from kbqa_lit.data.schema import KBQAExample, write_jsonl
 from kbqa_lit.kb.store import open_store
 from kbqa_lit.pipelines.coq.patterns import PATTERN_SELECTION_MODES, PatternSelector
+from kbqa_lit.pipelines.coq.stage_figures import schema_stage_figures
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +79,8 @@ class PatternWriter(Callback):
         self._rows: dict[int, KBQAExample] = {}
         #: The file written by the last predict run (``None`` before).
         self.written: Path | None = None
+        #: End-to-end figures of the last run (:func:`~kbqa_lit.pipelines.coq.stage_figures.schema_stage_figures`).
+        self.figures: dict[str, Any] | None = None
 
     def on_predict_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Open the store and reset the collected rows."""
@@ -139,8 +144,11 @@ class PatternWriter(Callback):
             rows = {k: v for part in gathered for k, v in part.items()}
         if trainer.is_global_zero:
             out = Path(self.out) if self.out else Path(trainer.default_root_dir) / "patterns.jsonl"
-            n = write_jsonl((rows[i] for i in sorted(rows)), out)
+            ordered = [rows[i] for i in sorted(rows)]
+            n = write_jsonl(ordered, out)
             log.info("wrote %d examples with patterns to %s", n, out)
+            self.figures = schema_stage_figures(ordered)
+            log.info("end-to-end stage figures (gold from the S-expressions): %s", json.dumps(self.figures))
             self.written = out
         if self._kb is not None:
             self._kb.close()

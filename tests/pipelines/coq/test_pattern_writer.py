@@ -12,6 +12,7 @@ from kbqa_lit.kb.store import open_store
 from kbqa_lit.lightning_cli import build_cli
 from kbqa_lit.pipelines.coq.pattern_writer import PatternWriter, refine
 from kbqa_lit.pipelines.coq.patterns import ask_query
+from kbqa_lit.pipelines.coq.stage_figures import schema_stage_figures
 
 CONFIG = Path(__file__).resolve().parents[3] / "configs" / "coq" / "schema_classifier.yaml"
 
@@ -63,7 +64,7 @@ def test_kbqa_predict_writes_the_contract_fields(data_dir: Path, tmp_path: Path)
         f"--trainer.callbacks.init_args.out={out}",
         "--trainer.callbacks.init_args.top_k=3",
     ]
-    build_cli(args, run=True)
+    cli = build_cli(args, run=True)
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     source = [json.loads(line) for line in (data_dir / "test.jsonl").read_text().splitlines()]
     assert [r["qid"] for r in rows] == [s["qid"] for s in source]
@@ -93,3 +94,7 @@ def test_kbqa_predict_writes_the_contract_fields(data_dir: Path, tmp_path: Path)
     rendered = [example_patterns(ex, "predicted") for ex in written]
     assert [len(r) for r in rendered] == [len(row["meta"]["patterns"]) for row in rows]
     assert all(p.startswith("[ ") and " , " in p for r in rendered for p in r)
+    # and the writer logged the end-to-end figures of what it wrote
+    writer = next(c for c in cli.trainer.callbacks if isinstance(c, PatternWriter))
+    assert writer.figures == schema_stage_figures(written)
+    assert writer.figures["questions"] == len(rows) and writer.figures["relations"]["gold"] > 0
