@@ -11,7 +11,9 @@ candidate relations and entities) the writer
    same classifier, top-k → ``meta["patterns"]`` (``[{"relation", "entity", "label", "score"}]``);
 3. writes the examples, every other field kept, as JSON lines to ``out`` once all ranks are done
    (rank 0, atomically, in file order) — ready for ``GenerationDataModule(patterns="predicted")`` —
-   and logs the stage's end-to-end figures (:mod:`kbqa_lit.pipelines.coq.stage_figures`).
+   and prints the stage's end-to-end figures (:mod:`kbqa_lit.pipelines.coq.stage_figures`) and logs
+   them to the trainer's loggers as ``predict/patterns_per_question``, ``predict/with_gold_pattern``,
+   ``predict/rel_{precision,recall,f1,retrieved}_e2e`` and ``predict/ent_..._e2e``.
 
 Entity labels met on the way (candidates' labels) are added to ``meta["entity_candidates"]`` only
 when the example has none there, so denormalisation of generated S-expressions can use them.
@@ -28,11 +30,12 @@ from typing import Any, Literal
 import lightning as L
 import torch.distributed as dist
 from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.utilities import rank_zero_info
 
 from kbqa_lit.data.schema import KBQAExample, write_jsonl
 from kbqa_lit.kb.store import open_store
 from kbqa_lit.pipelines.coq.patterns import PATTERN_SELECTION_MODES, PatternSelector
-from kbqa_lit.pipelines.coq.stage_figures import schema_stage_figures
+from kbqa_lit.pipelines.coq.stage_figures import figure_metrics, schema_stage_figures
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +151,10 @@ class PatternWriter(Callback):
             n = write_jsonl(ordered, out)
             log.info("wrote %d examples with patterns to %s", n, out)
             self.figures = schema_stage_figures(ordered)
-            log.info("end-to-end stage figures (gold from the S-expressions): %s", json.dumps(self.figures))
+            rank_zero_info(f"end-to-end stage figures (gold from the S-expressions): {json.dumps(self.figures)}")
+            metrics = figure_metrics(self.figures)
+            for logger in trainer.loggers:
+                logger.log_metrics(metrics, step=trainer.global_step)
             self.written = out
         if self._kb is not None:
             self._kb.close()

@@ -14,8 +14,8 @@ missed. The figures here are end to end, per question against the gold S-express
   them (a (relation, entity) pair joined directly in the gold S-expression).
 
 Questions without a gold S-expression count in ``questions`` and ``patterns_per_question`` only.
-``python benchmarks/coq_stage_figures.py PATTERNS.jsonl`` prints them; ``PatternWriter`` logs them
-at the end of ``kbqa predict``.
+``python benchmarks/coq_stage_figures.py PATTERNS.jsonl`` prints them; ``PatternWriter`` prints them at
+the end of ``kbqa predict`` and logs them (:func:`figure_metrics`) to the trainer's loggers.
 """
 
 from __future__ import annotations
@@ -113,4 +113,18 @@ def schema_stage_figures(examples: Iterable[KBQAExample]) -> dict[str, Any]:
     }
 
 
-__all__ = ["schema_stage_figures"]
+def figure_metrics(figures: dict[str, Any], prefix: str = "predict/") -> dict[str, float]:
+    """The figures as flat logger metrics (``predict/rel_f1_e2e``...; figures that are ``None`` left out)."""
+    out: dict[str, float] = {}
+    for key in ("patterns_per_question", "with_gold_pattern"):
+        if figures.get(key) is not None:
+            out[prefix + key] = float(figures[key])
+    for kind, short in (("relations", "rel"), ("entities", "ent")):
+        for key in ("precision", "recall", "f1", "retrieved"):
+            value = figures[kind].get(key)
+            if value is not None:
+                out[f"{prefix}{short}_{key}_e2e"] = float(value)
+    return out
+
+
+__all__ = ["figure_metrics", "schema_stage_figures"]

@@ -12,7 +12,7 @@ from kbqa_lit.kb.store import open_store
 from kbqa_lit.lightning_cli import build_cli
 from kbqa_lit.pipelines.coq.pattern_writer import PatternWriter, refine
 from kbqa_lit.pipelines.coq.patterns import ask_query
-from kbqa_lit.pipelines.coq.stage_figures import schema_stage_figures
+from kbqa_lit.pipelines.coq.stage_figures import figure_metrics, schema_stage_figures
 
 CONFIG = Path(__file__).resolve().parents[3] / "configs" / "coq" / "schema_classifier.yaml"
 
@@ -59,7 +59,8 @@ def test_kbqa_predict_writes_the_contract_fields(data_dir: Path, tmp_path: Path)
         "--model.init_args.model_config={d_model: 32, d_ff: 64, num_layers: 1, num_heads: 2, d_kv: 16}",
         "--model.init_args.threshold=0.3",
         f"--trainer.default_root_dir={tmp_path}",
-        "--trainer.logger=false",
+        "--trainer.logger=lightning.pytorch.loggers.CSVLogger",
+        f"--trainer.logger.init_args.save_dir={tmp_path}",
         "--trainer.enable_progress_bar=false",
         f"--trainer.callbacks.init_args.out={out}",
         "--trainer.callbacks.init_args.top_k=3",
@@ -98,3 +99,7 @@ def test_kbqa_predict_writes_the_contract_fields(data_dir: Path, tmp_path: Path)
     writer = next(c for c in cli.trainer.callbacks if isinstance(c, PatternWriter))
     assert writer.figures == schema_stage_figures(written)
     assert writer.figures["questions"] == len(rows) and writer.figures["relations"]["gold"] > 0
+    logged = (next(tmp_path.glob("**/metrics.csv"))).read_text().splitlines()
+    header, values = logged[0].split(","), logged[-1].split(",")
+    metrics = {k: float(v) for k, v in zip(header, values, strict=True) if v and k != "step"}
+    assert metrics == figure_metrics(writer.figures)

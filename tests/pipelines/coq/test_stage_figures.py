@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kbqa_lit.data.schema import KBQAExample, write_jsonl
-from kbqa_lit.pipelines.coq.stage_figures import schema_stage_figures
+from kbqa_lit.pipelines.coq.stage_figures import figure_metrics, schema_stage_figures
 
 BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
 
@@ -60,6 +60,15 @@ def test_figures_count_the_gold_items_the_retriever_missed() -> None:
     assert figures["relations"] == {"gold": 3, "retrieved": 0.3333, "precision": 0.3333, "recall": 0.3333, "f1": 0.3333}
     # entities: gold {m.0film} + {m.0other}; refined {m.0film} + {}: tp 1, fp 0, fn 1
     assert figures["entities"] == {"gold": 2, "retrieved": 1.0, "precision": 1.0, "recall": 0.5, "f1": 0.6667}
+
+
+def test_figures_as_logger_metrics() -> None:
+    metrics = figure_metrics(schema_stage_figures(_examples()))
+    assert metrics["predict/rel_recall_e2e"] == 0.3333 and metrics["predict/ent_f1_e2e"] == 0.6667
+    assert metrics["predict/patterns_per_question"] == 1.0 and metrics["predict/with_gold_pattern"] == 0.5
+    assert len(metrics) == 10
+    no_candidates = figure_metrics(schema_stage_figures([KBQAExample(qid="q", question="?", s_expression=TWO_HOPS)]))
+    assert "predict/rel_retrieved_e2e" not in no_candidates and no_candidates["predict/rel_recall_e2e"] == 0.0
 
 
 def test_benchmark_script_prints_the_figures_of_a_file(
