@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from foreign_checkpoints import write_foreign_checkpoint, write_not_a_checkpoint
 from lightning.pytorch import Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -20,6 +19,7 @@ from kbqa_lit.cli import main
 from kbqa_lit.datamodules.tfs.instruction import InstructionDataModule
 from kbqa_lit.lightning_cli import build_cli
 from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM
+from tests.helpers.foreign_checkpoints import write_foreign_checkpoint, write_not_a_checkpoint
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "tfs"
 TINY = ("s1", "s2_items", "s2_lf", "s3")

@@ -6,13 +6,13 @@ import json
 
 import lightning as L
 import pytest
-from foreign_checkpoints import write_foreign_checkpoint, write_not_a_checkpoint
 
 from kbqa_lit.cli import main
 from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.datamodules.relation_retrieval import RelationRetrievalDataModule
 from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.modules.cross_encoder import CrossEncoderRetriever
+from tests.helpers.foreign_checkpoints import write_foreign_checkpoint, write_not_a_checkpoint
 
 
 @pytest.fixture(scope="module")
