@@ -27,6 +27,8 @@ from kbqa_lit.errors import UserInputError
 from kbqa_lit.tools.common import first_line, print_json
 
 MERGE_META = "kbqa_merge.json"
+#: Where a ``LoraCausalLM`` checkpoint comes from (for error messages).
+LORA_CHECKPOINT_HINT = "kbqa fit --config configs/tfs/base.yaml --config configs/tfs/s1.yaml writes one"
 #: JSON files of an adapter folder that ``merge`` reads (peft's config; kbqa_lit's hyper-parameters, optional).
 ADAPTER_JSON_FILES = ("adapter_config.json", "kbqa_lora.json")
 
@@ -118,7 +120,9 @@ def export_checkpoint(ckpt: str | Path, out: str | Path) -> dict[str, Any]:
     from kbqa_lit.tools.checkpoints import load_module_checkpoint
 
     path = Path(ckpt)
-    module = load_module_checkpoint(path, LoraCausalLM, hint="kbqa fit --config configs/tfs/s1.yaml writes one")
+    module = load_module_checkpoint(
+        path, LoraCausalLM, hint="kbqa fit --config configs/tfs/base.yaml --config configs/tfs/s1.yaml writes one"
+    )
     folder = module.save_adapter(out)
     return {"out": str(folder), "ckpt": str(path), "adapter_weights": len(module.adapter_state_dict())}
 

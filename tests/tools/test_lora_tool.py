@@ -164,7 +164,7 @@ def test_export_names_a_file_that_is_not_a_lora_checkpoint(workdir: Path, capsys
     assert code == 2 and summary is None
     assert err.strip() == (
         f"kbqa lora: error: {ckpt} {what}; expected a LoraCausalLM checkpoint "
-        "(kbqa fit --config configs/tfs/s1.yaml writes one)"
+        "(kbqa fit --config configs/tfs/base.yaml --config configs/tfs/s1.yaml writes one)"
     )
 
 
