@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from kbqa_lit import __version__
-from kbqa_lit.errors import KBQAError
+from kbqa_lit.errors import KBQAError, find_kbqa_error
 
 LIGHTNING_SUBCOMMANDS = ("fit", "validate", "test", "predict")
 #: Tool modules under ``kbqa_lit.tools``; each exposes ``register(subparsers)``.
@@ -74,15 +74,36 @@ def run_tools(argv: Sequence[str]) -> int:
         return 130
 
 
+def run_lightning(command: str, argv: Sequence[str] | None) -> int:
+    """Run ``kbqa fit|validate|test|predict`` and return its exit status.
+
+    The project's own errors (a :class:`KBQAError`, also when jsonargparse re-raised it while
+    instantiating a class from the config) print one line to stderr and give status 2, like the
+    tools; Lightning's and jsonargparse's configuration errors are left exactly as they are.
+
+    Args:
+        command: The subcommand (``fit``, ``validate``, ``test`` or ``predict``), for the message.
+        argv: The arguments starting with the subcommand; ``None``: LightningCLI reads ``sys.argv``
+            itself (the process's own arguments).
+    """
+    from kbqa_lit.lightning_cli import run_lightning_cli
+
+    try:
+        run_lightning_cli(argv)
+    except Exception as exc:
+        error = find_kbqa_error(exc)
+        if error is None:
+            raise
+        print(f"kbqa {command}: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Dispatch to LightningCLI or to a tool subcommand."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in LIGHTNING_SUBCOMMANDS:
-        from kbqa_lit.lightning_cli import run_lightning_cli
-
-        # LightningCLI reads sys.argv itself when the args are the process's own
-        run_lightning_cli(None if argv is None else args)
-        return 0
+        return run_lightning(args[0], None if argv is None else args)
     return run_tools(args)
 
 

@@ -1,11 +1,11 @@
-"""``python -m kbqa_lit.demo``: the project's main job on the embedded default, in one command.
+"""``python -m kbqa_lit.demo``: a check of the knowledge-base layer, no training (``make demo-kb``).
 
 It builds the synthetic world (a Freebase-like KB written by kbqa_lit itself, no network, no
 downloads), bulk-loads it into the embedded Oxigraph store, answers the test questions by
-converting their S-expressions to SPARQL and executing them, prints a table of questions and
-answers, and scores the answers against the gold with the project's metrics. ``make demo`` runs
-it. (The training job — ``kbqa fit --config configs/quickstart.yaml`` — takes this place once the
-CoQ generator lands.)
+converting their *gold* S-expressions to SPARQL and executing them, prints a table of questions
+and answers, and scores the answers against the gold with the project's metrics (F1 = 1 when the
+KB layer is right). The main job is ``make demo``: ``kbqa fit`` / ``kbqa test`` with
+``configs/quickstart.yaml``, which trains CoQ's generator and answers with it.
 """
 
 from __future__ import annotations

@@ -43,3 +43,26 @@ class EndpointUnreachableError(StoreError):
 
 class UserInputError(KBQAError):
     """A command-line argument or option that cannot be used as given."""
+
+
+def find_kbqa_error(exc: BaseException) -> KBQAError | None:
+    """The :class:`KBQAError` that ``exc`` is or was explicitly raised from, if any.
+
+    Libraries that instantiate kbqa_lit's classes (jsonargparse under LightningCLI) re-raise their
+    errors as ``ValueError(...) from error``; this follows the ``__cause__`` chain (never the implicit
+    ``__context__``, so an unrelated failure while handling a KBQAError is not mistaken for one).
+
+    Args:
+        exc: The exception that reached the command line.
+
+    Returns:
+        The first KBQAError on the chain, or ``None``.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KBQAError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__
+    return None

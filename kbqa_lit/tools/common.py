@@ -18,6 +18,40 @@ def print_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
+def first_line(exc: BaseException, limit: int = 160) -> str:
+    """``Type: first line of the message`` of an exception, cut to ``limit`` characters (for one-line errors)."""
+    lines = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def check_reachable(store: Any) -> Any:
+    """Return ``store`` after checking that it answers, when it is a SPARQL endpoint.
+
+    A store never raises for a failed query (the failure is its result); a tool, though, should not
+    print a JSON result for every query when the endpoint itself is down or the URL is wrong. The
+    endpoint's ``ping`` (``ASK {}``, with its retries) raises
+    :class:`~kbqa_lit.errors.EndpointUnreachableError` naming the URL, which the ``kbqa`` entry
+    prints as one line on stderr with exit status 2. Embedded stores (no ``ping``) are returned as is.
+
+    Args:
+        store: A store from :func:`kbqa_lit.kb.store.open_store`.
+
+    Returns:
+        The same store.
+    """
+    ping = getattr(store, "ping", None)
+    if callable(ping):
+        try:
+            ping()
+        except BaseException:
+            close = getattr(store, "close", None)
+            if callable(close):
+                close()
+            raise
+    return store
+
+
 def read_text_arg(value: str) -> str:
     """Return ``value``, or the contents of a file when it is written ``@path``."""
     if value.startswith("@"):

@@ -8,7 +8,8 @@ Commands:
 - ``kbqa kb query --store DIR_OR_URL [--timeout S] QUERY`` runs one SPARQL query (text, or
   ``@file``) on an Oxigraph store directory or an http(s) SPARQL endpoint and prints JSON
   ``{ok, answers, error, elapsed}``; the exit status is 0 when the query executed and 1 when it
-  failed (bad query, timeout, unreachable endpoint).
+  failed (bad query, timeout). An endpoint that does not answer (or a URL that is no SPARQL
+  endpoint) is a message on stderr and exit status 2.
 - ``kbqa kb serve-virtuoso --data FILE.nt [FILE.nt ...] --dir DIR [--port 8890] [--isql-port 1111]
   [--graph IRI] [--memory 1G] [--foreground]`` writes ``DIR/virtuoso.ini``, starts a local
   OpenLink Virtuoso (detached unless ``--foreground``), bulk-loads the files into ``--graph``
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.tools.common import print_json, read_text_arg
+from kbqa_lit.tools.common import check_reachable, print_json, read_text_arg
 
 
 def _positive(value: str) -> float:
@@ -75,6 +76,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     Raises:
         UserInputError: When ``@file`` does not exist or the query is empty.
         StoreError: When the store directory does not exist.
+        EndpointUnreachableError: When the endpoint does not answer (after its retries).
 
     """
     from kbqa_lit.kb.store import open_store
@@ -85,7 +87,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     kwargs: dict[str, Any] = {"cache_size": 0}
     if args.timeout is not None:
         kwargs["timeout"] = args.timeout
-    store = open_store(args.store, **kwargs)
+    store = check_reachable(open_store(args.store, **kwargs))
     try:
         result = store.execute(sparql)
     finally:
@@ -305,7 +307,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "query",
         help="run one SPARQL query on a store directory or endpoint URL",
         description="Run one SPARQL SELECT/ASK query; prints JSON {ok, answers, error, elapsed}; "
-        "exit status 1 when the query failed.",
+        "exit status 1 when the query failed, 2 (a message on stderr) when the endpoint does not answer.",
     )
     query.add_argument("--store", required=True, help="an Oxigraph store directory or an http(s) SPARQL endpoint URL")
     query.add_argument("--timeout", type=_positive, default=None, help="seconds before the query is given up")

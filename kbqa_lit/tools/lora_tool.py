@@ -24,9 +24,38 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.tools.common import print_json
+from kbqa_lit.tools.common import first_line, print_json
 
 MERGE_META = "kbqa_merge.json"
+#: Where a ``LoraCausalLM`` checkpoint comes from (for error messages).
+LORA_CHECKPOINT_HINT = "kbqa fit --config configs/tfs/base.yaml --config configs/tfs/s1.yaml writes one"
+#: JSON files of an adapter folder that ``merge`` reads (peft's config; kbqa_lit's hyper-parameters, optional).
+ADAPTER_JSON_FILES = ("adapter_config.json", "kbqa_lora.json")
+
+
+def check_adapter_json(adapter_dir: Path) -> None:
+    """Require the adapter folder's JSON files to be JSON objects (peft's and kbqa_lit's own).
+
+    Args:
+        adapter_dir: The adapter folder.
+
+    Raises:
+        UserInputError: Naming the file (and line and column) when ``adapter_config.json`` is
+            missing, or when it or ``kbqa_lora.json`` is not a JSON object.
+    """
+    if not (adapter_dir / ADAPTER_JSON_FILES[0]).is_file():
+        raise UserInputError(f"no LoRA adapter in {adapter_dir} (adapter_config.json is missing)")
+    for name in ADAPTER_JSON_FILES:
+        path = adapter_dir / name
+        if not path.is_file():
+            continue
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            where = f"line {exc.lineno} column {exc.colno}: {exc.msg}" if isinstance(exc, json.JSONDecodeError) else exc
+            raise UserInputError(f"{path}: not valid JSON ({where})") from None
+        if not isinstance(doc, dict):
+            raise UserInputError(f"{path}: expected a JSON object, got {type(doc).__name__}")
 
 
 def merge_adapter(
@@ -49,22 +78,24 @@ def merge_adapter(
         A JSON-ready summary (``out``, ``base``, ``adapter``, ``parameters``, ``seconds``).
 
     Raises:
-        UserInputError: When the adapter folder is missing or names no base.
+        UserInputError: When the adapter folder is missing, one of its JSON files is malformed (the
+            message names the file), or it names no base.
     """
     from kbqa_lit.backbones.causal import build_causal_tokenizer
     from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM
 
     start = time.perf_counter()
     adapter_dir = Path(adapter)
-    if not (adapter_dir / "adapter_config.json").is_file():
-        raise UserInputError(f"no LoRA adapter in {adapter_dir} (adapter_config.json is missing)")
+    check_adapter_json(adapter_dir)
+    config = adapter_dir / ADAPTER_JSON_FILES[0]
     overrides: dict[str, Any] = {"torch_dtype": dtype, "gradient_checkpointing": False}
     if tokenizer is not None:
         overrides["tokenizer"] = build_causal_tokenizer(tokenizer)
     try:
         module = LoraCausalLM.from_adapter(adapter_dir, base=base, **overrides)
-    except ValueError as exc:
-        raise UserInputError(str(exc)) from None
+    except (ValueError, TypeError, KeyError) as exc:  # peft on a config it cannot use, or no base named
+        message = str(exc) if str(adapter_dir) in str(exc) else f"{config}: peft cannot use it ({first_line(exc)})"
+        raise UserInputError(message) from None
     merged = module.model.merge_and_unload()
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -86,11 +117,12 @@ def merge_adapter(
 def export_checkpoint(ckpt: str | Path, out: str | Path) -> dict[str, Any]:
     """Write the adapter folder of an adapter-only ``LoraCausalLM`` checkpoint."""
     from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM
+    from kbqa_lit.tools.checkpoints import load_module_checkpoint
 
     path = Path(ckpt)
-    if not path.is_file():
-        raise UserInputError(f"no such checkpoint: {path}")
-    module = LoraCausalLM.load_from_checkpoint(str(path), map_location="cpu")
+    module = load_module_checkpoint(
+        path, LoraCausalLM, hint="kbqa fit --config configs/tfs/base.yaml --config configs/tfs/s1.yaml writes one"
+    )
     folder = module.save_adapter(out)
     return {"out": str(folder), "ckpt": str(path), "adapter_weights": len(module.adapter_state_dict())}
 

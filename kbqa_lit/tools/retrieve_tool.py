@@ -26,6 +26,9 @@ from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import DataFormatError, KBQAError, UserInputError
 from kbqa_lit.tools.common import iter_json_lines, print_json, write_json_lines_atomic
 
+#: Where a ``CrossEncoderRetriever`` checkpoint comes from (for error messages).
+RETRIEVER_HINT = "kbqa fit --config configs/coq/relation_retriever.yaml writes one"
+
 
 def _read_examples(path: Path) -> list[KBQAExample]:
     out = []
@@ -126,17 +129,15 @@ def run_relations(args: argparse.Namespace) -> int:
     from kbqa_lit.datamodules.relation_retrieval import gold_relations
     from kbqa_lit.kb.relation_inventory import BM25RelationRanker, RelationInventory, load_inventory
     from kbqa_lit.modules.cross_encoder import CrossEncoderRetriever
+    from kbqa_lit.tools.checkpoints import load_module_checkpoint
 
-    if not args.checkpoint.is_file():
-        raise UserInputError(f"no checkpoint file: {args.checkpoint}")
     if args.store is None and args.inventory is None:
         raise UserInputError("give --store or --inventory (where the candidate relations come from)")
-    examples = _read_examples(args.input)
     t0 = time.perf_counter()
+    model = load_module_checkpoint(args.checkpoint, CrossEncoderRetriever, hint=RETRIEVER_HINT).eval()
+    examples = _read_examples(args.input)
     inventory = RelationInventory.from_file(args.inventory) if args.inventory else load_inventory(args.store)
     bm25 = BM25RelationRanker(inventory, top_n=args.bm25_top)
-    model = CrossEncoderRetriever.load_from_checkpoint(str(args.checkpoint), map_location="cpu")
-    model.eval()
     recall = _Recall(sorted({1, args.top_l}))
     for ex in examples:
         ranked = model.rank(ex.question, bm25.prefilter(ex.question), top_l=args.top_l, batch_size=args.batch_size)

@@ -123,6 +123,7 @@ def _to_sparql(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from kbqa_lit.kb.store import is_endpoint, open_store
+    from kbqa_lit.tools.common import check_reachable
 
     _check_args(args)
     keep_ties = not args.no_ties
@@ -131,6 +132,7 @@ def _run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         **({} if is_endpoint(args.store) else {"workers": max(1, args.workers)}),
     )
+    check_reachable(store)  # an endpoint that is down: one line on stderr, exit 2 (not an error per row)
     if args.expr:
         job = {"qid": None, "s_expression": args.expr, "semantics": args.semantics or "exclude-topic"}
         row = _execute(store, _convert(job, keep_ties))

@@ -1,9 +1,11 @@
 """DeepSpeedCPUStrategy: Lightning's DeepSpeed strategy running real ZeRO on CPU processes (gloo).
 
-The end-to-end test trains TFS's tiny-LLaMA LoRA (configs/tfs/base.yaml + s1.yaml settings) through ``kbqa fit``
-twice: once with ZeRO-2 on 2 CPU processes (configs/trainer/deepspeed_cpu_stage_2.yaml) and once on one
-process that replays the same micro-batches with ``accumulate_grad_batches=2`` (zero_helpers.py explains
-why the two then take the same optimiser steps), and requires the exported adapters to agree.
+The end-to-end tests train TFS's tiny-LLaMA LoRA (configs/tfs/base.yaml + s1.yaml settings) through ``kbqa fit`` on
+one process that replays 2 ranks' micro-batches with ``accumulate_grad_batches=2`` (zero_helpers.py explains
+why it then takes the same optimiser steps as 2 ranks), and with ZeRO-2 and with ZeRO-3 on 2 CPU processes
+(configs/trainer/deepspeed_cpu_stage_2.yaml, ``stage`` 2 or 3), and require the adapters that
+``AdapterExport`` writes at the end of each fit to agree with the reference's (under ZeRO-3 the export
+gathers the partitioned weights).
 """
 
 from __future__ import annotations
@@ -113,25 +115,43 @@ def _lora_config(path: Path, root: Path, world: Path, reference: bool) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The synthetic world and the single-process reference run that replays 2 ranks' micro-batches."""
+    tmp = tmp_path_factory.mktemp("zero_reference")
+    world, root = tmp / "world", tmp / "reference"
+    config = _lora_config(tmp / "reference.yaml", root, world, reference=True)
+    _run(["fit", "--config", str(config)], REPO, tmp / "reference.log")
+    return world, root
+
+
 @needs_deepspeed
-@pytest.mark.slow  # two `kbqa fit` runs, one of them on 2 processes (≈ 40 s)
-def test_zero2_on_two_cpu_processes_reproduces_the_single_process_adapter(tmp_path: Path) -> None:
+@pytest.mark.slow  # one `kbqa fit` on 2 processes per stage (≈ 25 s) after the reference run (≈ 15 s)
+@pytest.mark.parametrize("stage", [2, 3])
+def test_zero_on_two_cpu_processes_reproduces_the_single_process_adapter(
+    stage: int, reference: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """ZeRO-2 (optimiser state sharded) and ZeRO-3 (parameters sharded too; the adapter export gathers them)."""
     from kbqa_lit.datamodules.tfs.instruction import InstructionDataModule
     from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM
 
-    world = tmp_path / "world"
-    ref_root, zero_root = tmp_path / "reference", tmp_path / "zero2"
-    ref_cfg = _lora_config(tmp_path / "reference.yaml", ref_root, world, reference=True)
-    zero_cfg = _lora_config(tmp_path / "zero2.yaml", zero_root, world, reference=False)
-    _run(["fit", "--config", str(ref_cfg)], REPO, tmp_path / "reference.log")
+    world, ref_root = reference
+    zero_root = tmp_path / f"zero{stage}"
+    zero_cfg = _lora_config(tmp_path / f"zero{stage}.yaml", zero_root, world, reference=False)
     zero_yaml = REPO / "configs" / "trainer" / "deepspeed_cpu_stage_2.yaml"
-    _run(["fit", "--config", str(zero_cfg), "--config", str(zero_yaml)], REPO, tmp_path / "zero2.log")
+    args = ["fit", "--config", str(zero_cfg), "--config", str(zero_yaml)]
+    _run([*args, "--trainer.strategy.init_args.stage", str(stage)], REPO, tmp_path / f"zero{stage}.log")
 
-    # it really was ZeRO-2 on 2 ranks, each holding only its share of the optimiser state
+    # it really was ZeRO-<stage> on 2 ranks, each holding only its share of the optimiser state
     records = [json.loads((zero_root / f"zero_rank{r}.json").read_text()) for r in (0, 1)]
-    assert all(r["world_size"] == 2 and r["stage"] == 2 for r in records), records
+    assert all(r["world_size"] == 2 and r["stage"] == stage for r in records), records
     assert all(0 < r["partition_numel"] < r["trainable_numel"] for r in records), records
     assert sum(r["partition_numel"] for r in records) >= records[0]["trainable_numel"]
+    if stage == 3:  # ... and only its share of every parameter (the export had to gather them)
+        assert all(r["partitioned_parameters"] == r["parameters"] > 0 for r in records), records
+        assert all(0 < r["local_parameter_numel"] < r["parameter_numel"] for r in records), records
+    else:
+        assert all(r["partitioned_parameters"] == 0 for r in records), records
 
     ref_w = load_file(ref_root / "adapter" / "adapter_model.safetensors")
     zero_w = load_file(zero_root / "adapter" / "adapter_model.safetensors")
@@ -140,7 +160,8 @@ def test_zero2_on_two_cpu_processes_reproduces_the_single_process_adapter(tmp_pa
     for key, value in ref_w.items():
         torch.testing.assert_close(zero_w[key], value, rtol=0, atol=WEIGHT_ATOL, msg=key)
 
-    # the saved adapters load and answer the same validation prompts the same way
+    # the saved adapters (and, for the built base, the base weights saved beside them) load and
+    # answer the same validation prompts the same way
     ref_model = LoraCausalLM.from_adapter(ref_root / "adapter").eval()
     zero_model = LoraCausalLM.from_adapter(zero_root / "adapter").eval()
     dm = InstructionDataModule(data_dir=str(world), tasks=["s1"], max_length=128, max_response_length=128)

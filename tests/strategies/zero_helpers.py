@@ -80,7 +80,7 @@ class ShardOrderInstructionDataModule(InstructionDataModule):
 
 
 class RecordZero(Callback):
-    """Write ``<dirpath>/zero_rank<R>.json``: the DeepSpeed engine's ZeRO stage and this rank's optimiser partition."""
+    """Write ``<dirpath>/zero_rank<R>.json``: the ZeRO stage, this rank's optimiser partition and parameter slices."""
 
     def __init__(self, dirpath: str) -> None:
         super().__init__()
@@ -89,6 +89,16 @@ class RecordZero(Callback):
     def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         engine = getattr(trainer.strategy, "deepspeed_engine", None)
         record: dict[str, Any] = {"rank": trainer.global_rank, "world_size": trainer.world_size}
+        params = list(pl_module.parameters())
+        partitioned = [p for p in params if hasattr(p, "ds_id")]  # ZeRO-3: each rank holds a slice (ds_tensor)
+        record.update(
+            parameters=len(params),
+            partitioned_parameters=len(partitioned),
+            parameter_numel=int(sum(getattr(p, "ds_numel", p.numel()) for p in params)),
+            local_parameter_numel=int(
+                sum(p.ds_tensor.numel() if hasattr(p, "ds_tensor") else p.numel() for p in params)
+            ),
+        )
         if engine is not None:
             optimizer = engine.optimizer
             flat = getattr(optimizer, "single_partition_of_fp32_groups", None) or getattr(
@@ -98,7 +108,7 @@ class RecordZero(Callback):
                 stage=int(engine.zero_optimization_stage()),
                 optimizer=type(optimizer).__name__,
                 partition_numel=int(sum(t.numel() for t in flat)),
-                trainable_numel=int(sum(p.numel() for p in pl_module.parameters() if p.requires_grad)),
+                trainable_numel=int(sum(getattr(p, "ds_numel", p.numel()) for p in params if p.requires_grad)),
             )
         path = Path(self.dirpath) / f"zero_rank{trainer.global_rank}.json"
         path.parent.mkdir(parents=True, exist_ok=True)

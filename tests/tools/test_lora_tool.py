@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from kbqa_lit.cli import main
 from kbqa_lit.datamodules.tfs.instruction import InstructionDataModule
 from kbqa_lit.lightning_cli import build_cli
 from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM
+from tests.helpers.foreign_checkpoints import write_foreign_checkpoint, write_not_a_checkpoint
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "tfs"
 TINY = ("s1", "s2_items", "s2_lf", "s3")
@@ -122,6 +124,48 @@ def test_merge_equals_base_plus_adapter(adapter, batch, workdir: Path, capsys) -
 def test_merge_user_errors(workdir: Path, capsys) -> None:
     code, _, err = run(["lora", "merge", "--adapter", str(workdir / "nope"), "--out", str(workdir / "x")], capsys)
     assert code == 2 and "no LoRA adapter" in err
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("adapter_config.json", '{"peft_type": "LORA", "r": ', "not valid JSON (line 1 column 28: Expecting value)"),
+        ("adapter_config.json", '["LORA"]', "expected a JSON object, got list"),
+        ("adapter_config.json", "{}", "peft cannot use it (KeyError: 'peft_type')"),
+        (
+            "kbqa_lora.json",
+            "{hparams: 1}",
+            "not valid JSON (line 1 column 2: Expecting property name enclosed in double quotes)",
+        ),
+    ],
+)
+def test_merge_names_a_malformed_adapter_json_file(
+    adapter, workdir: Path, capsys, name: str, text: str, message: str
+) -> None:
+    broken = workdir / "adapters" / f"broken_{name}_{len(text)}"
+    shutil.copytree(adapter["dir"], broken)
+    (broken / name).write_text(text, encoding="utf-8")
+    code, summary, err = run(["lora", "merge", "--adapter", str(broken), "--out", str(workdir / "never")], capsys)
+    assert code == 2 and summary is None
+    assert err.strip().splitlines()[-1] == f"kbqa lora: error: {broken / name}: {message}"  # after progress bars
+    assert not (workdir / "never").exists()
+
+
+@pytest.mark.parametrize(
+    ("write", "what"),
+    [
+        (write_not_a_checkpoint, "is not a Lightning checkpoint (not a file written by torch.save)"),
+        (write_foreign_checkpoint, "is a Lightning checkpoint of another module (hyper-parameters width)"),
+    ],
+)
+def test_export_names_a_file_that_is_not_a_lora_checkpoint(workdir: Path, capsys, write, what) -> None:
+    ckpt = write(workdir / f"{write.__name__}.ckpt")
+    code, summary, err = run(["lora", "export", "--ckpt", str(ckpt), "--out", str(workdir / "never")], capsys)
+    assert code == 2 and summary is None
+    assert err.strip() == (
+        f"kbqa lora: error: {ckpt} {what}; expected a LoraCausalLM checkpoint "
+        "(kbqa fit --config configs/tfs/base.yaml --config configs/tfs/s1.yaml writes one)"
+    )
 
 
 def test_continued_training_starts_from_the_merged_model(adapter, batch, workdir: Path, capsys) -> None:

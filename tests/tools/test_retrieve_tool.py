@@ -12,6 +12,7 @@ from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.datamodules.relation_retrieval import RelationRetrievalDataModule
 from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.modules.cross_encoder import CrossEncoderRetriever
+from tests.helpers.foreign_checkpoints import write_foreign_checkpoint, write_not_a_checkpoint
 
 
 @pytest.fixture(scope="module")
@@ -124,3 +125,21 @@ def test_bad_input_is_a_clean_error(world, tmp_path, capsys):
         ]
     )
     assert rc == 2 and "no checkpoint file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("write", "what"),
+    [
+        (write_not_a_checkpoint, "is not a Lightning checkpoint"),
+        (write_foreign_checkpoint, "is a Lightning checkpoint of another module (hyper-parameters width)"),
+    ],
+)
+def test_relations_on_a_file_that_is_not_a_retriever_checkpoint(world, tmp_path, capsys, write, what):
+    ckpt = write(tmp_path / "model.ckpt")
+    args = ["retrieve", "relations", "--checkpoint", str(ckpt), "--store", str(world / "store")]
+    rc = main([*args, "--input", str(world / "in.jsonl"), "--out", str(tmp_path / "o.jsonl")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith(f"kbqa retrieve: error: {ckpt} {what}")
+    assert "expected a CrossEncoderRetriever checkpoint (kbqa fit --config configs/coq/relation_retriever.yaml" in err
+    assert not (tmp_path / "o.jsonl").exists()

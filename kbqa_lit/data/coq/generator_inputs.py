@@ -102,8 +102,15 @@ def render_pattern(pattern: Any, labels: Mapping[str, str]) -> str:
     return f"[ {schema_to_words(rel)} ] , {_entity_text(ent, label)}"
 
 
-def example_patterns(ex: KBQAExample, mode: str) -> list[str]:
-    """The rendered patterns ``P1..Pk`` of an example under ``mode`` (``gold``/``predicted``/``none``)."""
+def example_patterns(ex: KBQAExample, mode: str, top_k: int | None = None) -> list[str]:
+    """The rendered patterns ``P1..Pk`` of an example under ``mode`` (``gold``/``predicted``/``none``).
+
+    Args:
+        ex: The example.
+        mode: Where the patterns come from (see the module docstring).
+        top_k: Keep only the first ``top_k`` patterns (``PatternWriter`` stores them best first);
+            ``None`` keeps all.
+    """
     if mode not in PATTERN_MODES:
         raise ValueError(f"patterns must be one of {PATTERN_MODES}, got {mode!r}")
     if mode == "none":
@@ -114,8 +121,8 @@ def example_patterns(ex: KBQAExample, mode: str) -> list[str]:
     else:
         raw = ex.meta.get("patterns") or []
     labels = ex.entity_labels()
-    rendered = (render_pattern(p, labels) for p in raw)
-    return [p for p in rendered if p]
+    rendered = [p for p in (render_pattern(p, labels) for p in raw) if p]
+    return rendered if top_k is None else rendered[:top_k]
 
 
 def source_text(prefix: str, ex: KBQAExample, patterns: Sequence[str], use_decomposition: bool) -> str:
@@ -150,6 +157,7 @@ def coq_texts(
     patterns: str = "gold",
     mask_entities: bool = False,
     gold: KBQAExample | None = None,
+    top_k_patterns: int | None = None,
 ) -> dict[str, str | None]:
     """Both CoQ inputs and targets of one example.
 
@@ -162,12 +170,13 @@ def coq_texts(
             keeps the names.
         gold: The example the targets come from (default ``ex``): the file's example when ``ex``
             is an inference view (:func:`kbqa_lit.data.linking.inference_view`) without gold entities.
+        top_k_patterns: Use only the first ``top_k_patterns`` patterns (``None``: all).
 
     Returns:
         ``{"source", "target", "ans_source", "ans_target"}``; a target is ``None`` when the
         example has no gold for it.
     """
-    pats = example_patterns(ex, patterns)
+    pats = example_patterns(ex, patterns, top_k_patterns)
     source = source_text(LF_PREFIX, ex, pats, use_decomposition)
     gold = ex if gold is None else gold
     target = lf_target(gold)

@@ -30,6 +30,7 @@ def encode_examples(
     patterns: str,
     answer_task: bool,
     mask_entities: bool = False,
+    top_k_patterns: int | None = None,
     max_source_length: int,
     max_target_length: int,
     require_target: bool,
@@ -43,6 +44,7 @@ def encode_examples(
         use_decomposition: Put the decomposition ``D`` in the inputs.
         patterns: ``"gold"``, ``"predicted"`` or ``"none"`` (see :mod:`kbqa_lit.data.coq.generator_inputs`).
         mask_entities: Topic entities as slots ``[E0]``... in the logical-form task.
+        top_k_patterns: Use only each example's first ``top_k_patterns`` patterns (``None``: all).
         answer_task: Also encode the answer task.
         max_source_length: Inputs are truncated to this many tokens.
         max_target_length: Targets are truncated to this many tokens.
@@ -61,7 +63,12 @@ def encode_examples(
         raise ValueError(f"{len(golds)} target examples for {len(examples)} examples")
     for i, (ex, gold) in enumerate(zip(examples, golds, strict=True)):
         t = coq_texts(
-            ex, use_decomposition=use_decomposition, patterns=patterns, mask_entities=mask_entities, gold=gold
+            ex,
+            use_decomposition=use_decomposition,
+            patterns=patterns,
+            mask_entities=mask_entities,
+            gold=gold,
+            top_k_patterns=top_k_patterns,
         )
         if require_target and t["target"] is None:
             continue

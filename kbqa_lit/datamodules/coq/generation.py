@@ -80,6 +80,9 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
         patterns: Where the patterns ``P1..Pk`` come from: ``gold`` (``meta["gold_patterns"]``, else
             the oracle (relation, entity) pairs of the gold S-expression), ``predicted``
             (``meta["patterns"]``) or ``none`` (the "w/o patterns" ablation).
+        top_k_patterns: Put only the first ``top_k_patterns`` patterns of each example in the
+            inputs (``PatternWriter`` stores them best first; the paper keeps 3 on WebQSP, 5 on
+            CWQ); ``None`` keeps all an example carries.
         answer_task: Also build the answer task (false: the "w/o answer task" ablation; batches
             then have no ``ans_*`` fields).
         mask_entities: In the logical-form task, write the topic entities as slots ``[E0]``...
@@ -119,6 +122,7 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
         vocab_size: int = 2000,
         use_decomposition: bool = True,
         patterns: Literal["gold", "predicted", "none"] = "gold",
+        top_k_patterns: int | None = None,
         answer_task: bool = True,
         mask_entities: bool = False,
         max_source_length: int = 256,
@@ -136,6 +140,8 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
         super().__init__()
         if patterns not in PATTERN_MODES:
             raise UserInputError(f"patterns must be one of {', '.join(PATTERN_MODES)}, got {patterns!r}")
+        if top_k_patterns is not None and top_k_patterns < 1:
+            raise UserInputError(f"top_k_patterns must be at least 1 (or null for all), got {top_k_patterns}")
         self._init_linking(linking, linking_store, linking_build_from, linking_top_k)
         self._init_split_files(data_dir, train_file, val_file, test_file, predict_file, synthetic_seed)
         self.save_hyperparameters()
@@ -208,6 +214,7 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
             settings = {
                 "use_decomposition": self.hparams.use_decomposition,
                 "patterns": self.hparams.patterns,
+                "top_k_patterns": self.hparams.top_k_patterns,
                 "answer_task": self.hparams.answer_task,
                 "mask_entities": self.hparams.mask_entities,
                 "max_source_length": self.hparams.max_source_length,

@@ -10,7 +10,10 @@ candidate relations and entities) the writer
    pairs of refined relations and entities, scored over the decomposition's sub-chains with the
    same classifier, top-k → ``meta["patterns"]`` (``[{"relation", "entity", "label", "score"}]``);
 3. writes the examples, every other field kept, as JSON lines to ``out`` once all ranks are done
-   (rank 0, atomically, in file order) — ready for ``GenerationDataModule(patterns="predicted")``.
+   (rank 0, atomically, in file order) — ready for ``GenerationDataModule(patterns="predicted")`` —
+   and prints the stage's end-to-end figures (:mod:`kbqa_lit.pipelines.coq.stage_figures`) and logs
+   them to the trainer's loggers as ``predict/patterns_per_question``, ``predict/with_gold_pattern``,
+   ``predict/rel_{precision,recall,f1,retrieved}_e2e`` and ``predict/ent_..._e2e``.
 
 Entity labels met on the way (candidates' labels) are added to ``meta["entity_candidates"]`` only
 when the example has none there, so denormalisation of generated S-expressions can use them.
@@ -18,6 +21,7 @@ when the example has none there, so denormalisation of generated S-expressions c
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import replace
 from pathlib import Path
@@ -26,10 +30,12 @@ from typing import Any, Literal
 import lightning as L
 import torch.distributed as dist
 from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.utilities import rank_zero_info
 
 from kbqa_lit.data.schema import KBQAExample, write_jsonl
 from kbqa_lit.kb.store import open_store
 from kbqa_lit.pipelines.coq.patterns import PATTERN_SELECTION_MODES, PatternSelector
+from kbqa_lit.pipelines.coq.stage_figures import figure_metrics, schema_stage_figures
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +82,8 @@ class PatternWriter(Callback):
         self._rows: dict[int, KBQAExample] = {}
         #: The file written by the last predict run (``None`` before).
         self.written: Path | None = None
+        #: End-to-end figures of the last run (:func:`~kbqa_lit.pipelines.coq.stage_figures.schema_stage_figures`).
+        self.figures: dict[str, Any] | None = None
 
     def on_predict_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Open the store and reset the collected rows."""
@@ -139,8 +147,14 @@ class PatternWriter(Callback):
             rows = {k: v for part in gathered for k, v in part.items()}
         if trainer.is_global_zero:
             out = Path(self.out) if self.out else Path(trainer.default_root_dir) / "patterns.jsonl"
-            n = write_jsonl((rows[i] for i in sorted(rows)), out)
+            ordered = [rows[i] for i in sorted(rows)]
+            n = write_jsonl(ordered, out)
             log.info("wrote %d examples with patterns to %s", n, out)
+            self.figures = schema_stage_figures(ordered)
+            rank_zero_info(f"end-to-end stage figures (gold from the S-expressions): {json.dumps(self.figures)}")
+            metrics = figure_metrics(self.figures)
+            for logger in trainer.loggers:
+                logger.log_metrics(metrics, step=trainer.global_step)
             self.written = out
         if self._kb is not None:
             self._kb.close()

@@ -73,6 +73,36 @@ def test_predicted_patterns_and_their_shapes() -> None:
     assert coq_texts(no_meta, patterns="predicted")["source"] == "Translate to S-expression: q?"
 
 
+def test_top_k_patterns_keeps_the_first_k() -> None:
+    t = coq_texts(EX, use_decomposition=False, patterns="predicted", top_k_patterns=1)
+    assert t["source"] == f"Translate to S-expression: {EX.question} | {GOLD_P}"
+    assert t["ans_source"] == f"Answer the question: {EX.question} | {GOLD_P}"
+    assert coq_texts(EX, use_decomposition=False, patterns="predicted", top_k_patterns=5) == coq_texts(
+        EX, use_decomposition=False, patterns="predicted"
+    )
+
+
+def test_datamodule_enforces_top_k_patterns(tmp_path: Path) -> None:
+    write_splits(tmp_path)
+    val = [json.loads(line) for line in (tmp_path / "dev.jsonl").read_text().splitlines()]
+    for row in val:  # three stored patterns, best first (as PatternWriter writes them)
+        words = row["question"].split()
+        row["meta"]["patterns"] = [words[0], words[1], words[2]]
+    (tmp_path / "dev.jsonl").write_text("".join(json.dumps(r) + "\n" for r in val))
+    with pytest.raises(UserInputError, match="top_k_patterns"):
+        make_dm(tmp_path, patterns="predicted", top_k_patterns=0)
+    seen = {}
+    for k in (1, None):
+        dm = make_dm(tmp_path, patterns="predicted", top_k_patterns=k, use_decomposition=False)
+        dm.setup("validate")
+        batch = next(iter(dm.val_dataloader()))
+        ex = dm.examples("val")[int(batch["index"][0])]
+        seen[k] = dm.tokenizer.decode(batch["input_ids"][0], skip_special_tokens=True)
+        expected = coq_texts(ex, use_decomposition=False, patterns="predicted", top_k_patterns=k)["source"]
+        assert " ".join(seen[k].split()) == expected
+    assert seen[1].count("|") == 1 and seen[None].count("|") == 3  # q | P1  vs  q | P1 | P2 | P3
+
+
 def test_gold_patterns_come_from_meta_or_the_gold_sexpr() -> None:
     assert gold_patterns(EX.s_expression) == [("people.person.place_of_birth", "m.p1")]
     assert gold_patterns("(AND (JOIN a.b.c m.x) (JOIN (R d.e.f) m.y))") == [

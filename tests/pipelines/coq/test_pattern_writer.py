@@ -12,6 +12,7 @@ from kbqa_lit.kb.store import open_store
 from kbqa_lit.lightning_cli import build_cli
 from kbqa_lit.pipelines.coq.pattern_writer import PatternWriter, refine
 from kbqa_lit.pipelines.coq.patterns import ask_query
+from kbqa_lit.pipelines.coq.stage_figures import figure_metrics, schema_stage_figures
 
 CONFIG = Path(__file__).resolve().parents[3] / "configs" / "coq" / "schema_classifier.yaml"
 
@@ -58,12 +59,13 @@ def test_kbqa_predict_writes_the_contract_fields(data_dir: Path, tmp_path: Path)
         "--model.init_args.model_config={d_model: 32, d_ff: 64, num_layers: 1, num_heads: 2, d_kv: 16}",
         "--model.init_args.threshold=0.3",
         f"--trainer.default_root_dir={tmp_path}",
-        "--trainer.logger=false",
+        "--trainer.logger=lightning.pytorch.loggers.CSVLogger",
+        f"--trainer.logger.init_args.save_dir={tmp_path}",
         "--trainer.enable_progress_bar=false",
         f"--trainer.callbacks.init_args.out={out}",
         "--trainer.callbacks.init_args.top_k=3",
     ]
-    build_cli(args, run=True)
+    cli = build_cli(args, run=True)
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     source = [json.loads(line) for line in (data_dir / "test.jsonl").read_text().splitlines()]
     assert [r["qid"] for r in rows] == [s["qid"] for s in source]
@@ -93,3 +95,11 @@ def test_kbqa_predict_writes_the_contract_fields(data_dir: Path, tmp_path: Path)
     rendered = [example_patterns(ex, "predicted") for ex in written]
     assert [len(r) for r in rendered] == [len(row["meta"]["patterns"]) for row in rows]
     assert all(p.startswith("[ ") and " , " in p for r in rendered for p in r)
+    # and the writer logged the end-to-end figures of what it wrote
+    writer = next(c for c in cli.trainer.callbacks if isinstance(c, PatternWriter))
+    assert writer.figures == schema_stage_figures(written)
+    assert writer.figures["questions"] == len(rows) and writer.figures["relations"]["gold"] > 0
+    logged = (next(tmp_path.glob("**/metrics.csv"))).read_text().splitlines()
+    header, values = logged[0].split(","), logged[-1].split(",")
+    metrics = {k: float(v) for k, v in zip(header, values, strict=True) if v and k != "step"}
+    assert metrics == figure_metrics(writer.figures)
