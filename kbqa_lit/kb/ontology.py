@@ -196,6 +196,17 @@ class Ontology:
         """Relations whose domain is exactly ``cls``, in file order."""
         return self._by_domain.get(cls, ())
 
+    def is_cvt(self, cls: str) -> bool:
+        """Whether ``cls`` is a mediator (CVT) class: a schema class that is not a ``common.topic``.
+
+        The schema files carry no CVT flag; Freebase's topic classes all descend from
+        ``common.topic`` in ``fb_types`` while mediators (``people.place_lived``,
+        ``government.government_position_held``) have no superclass there. Literal types
+        (``type.int``, ``type.datetime``) and unknown classes are not CVTs.
+        """
+        known = cls in self.parents or cls in self._by_domain
+        return known and not cls.startswith("type.") and "common.topic" not in self.superclasses(cls)
+
     def superclasses(self, cls: str) -> tuple[str, ...]:
         """Every ancestor of ``cls`` (transitively, nearest first), ``cls`` itself excluded."""
         seen: dict[str, None] = {}

@@ -1,0 +1,129 @@
+"""Answer semantics of each dataset, superlative tie rules, and the sort keys of ARGMAX/ARGMIN.
+
+Every dataset's gold answers follow a rule about which query nodes may be answers; the
+converter (:func:`kbqa_lit.kb.sparql.sexpr_to_sparql`) reproduces it by name:
+
+==================  ==============  ================================================================
+semantics           dataset alias   rule (read off the datasets' gold SPARQL / gold answers)
+==================  ==============  ================================================================
+``exclude-topic``   ``webqsp``      no entity of the query is an answer (``FILTER (?x != ns:m.…)``)
+``exclude-source``  ``cwq``         the answer differs from the node it is reached from: the
+                                    entity or variable at the far end of the answer's ``(R r)``
+                                    hops, CVT nodes skipped (``FILTER (?x != ?c)``)
+``distinct-nodes``  ``grailqa``     every pair of query nodes is distinct, value variables included
+                                    (``FILTER (?x0 != ?x1 && ?x0 != ?x2 && ?x1 != ?x2)``)
+``simple-path``     ``metaqa``      no node repeats along the chain (entity nodes pairwise distinct)
+``plain``           ``pathquestion`` nothing is excluded
+==================  ==============  ================================================================
+
+ARGMAX/ARGMIN ties: ``first`` keeps one member (``ORDER BY … LIMIT 1``, what the WebQSP and CWQ
+gold queries do; the default of ``exclude-topic`` and ``exclude-source``) and ``all`` keeps every
+member with the best value (GrailQA's ``MAX`` sub-query; the default of the others).
+"""
+
+from __future__ import annotations
+
+from kbqa_lit.errors import SExprError
+from kbqa_lit.kb.iri import XSD
+
+#: Canonical semantics names.
+SEMANTICS = ("exclude-topic", "exclude-source", "distinct-nodes", "simple-path", "plain")
+#: Dataset names accepted wherever a semantics name is.
+ALIASES = {
+    "webqsp": "exclude-topic",
+    "cwq": "exclude-source",
+    "grailqa": "distinct-nodes",
+    "metaqa": "simple-path",
+    "pathquestion": "plain",
+}
+#: Every accepted name: the semantics, then the dataset aliases.
+SEMANTICS_NAMES = SEMANTICS + tuple(ALIASES)
+TIES = ("first", "all")
+_FIRST_TIES = ("exclude-topic", "exclude-source")
+
+#: Ontology range → cast of an ARGMAX/ARGMIN value (as the gold queries cast it).
+INTEGER_RANGES = ("type.int", "type.enumeration")
+FLOAT_RANGES = ("type.float",)
+DATE_RANGES = ("type.datetime",)
+
+
+def resolve_semantics(name: str) -> str:
+    """Return the canonical semantics of a semantics name or dataset alias.
+
+    Raises:
+        SExprError: When the name is neither (the message lists every accepted name).
+    """
+    if name in SEMANTICS:
+        return name
+    if isinstance(name, str) and name.lower() in ALIASES:
+        return ALIASES[name.lower()]
+    raise SExprError(f"unknown answer semantics {name!r}; expected one of {', '.join(SEMANTICS_NAMES)}")
+
+
+def resolve_ties(ties: str | None, semantics: str) -> str:
+    """Return ``first`` or ``all``: ``ties`` itself, or the default of the (canonical) semantics.
+
+    Raises:
+        SExprError: For a ``ties`` value other than ``first``, ``all`` or ``None``.
+    """
+    if ties is None:
+        return "first" if semantics in _FIRST_TIES else "all"
+    if ties not in TIES:
+        raise SExprError(f"unknown ties rule {ties!r}; expected one of {', '.join(TIES)}")
+    return ties
+
+
+def date_key(var: str) -> str:
+    """An ``xsd:dateTime`` sort key of a gYear, gYearMonth, date or dateTime value.
+
+    gYear ``1990`` becomes ``1990-01-01T00:00:00`` and a date ``1990-05-01`` becomes
+    ``1990-05-01T00:00:00``, so values of mixed date types sort by time on both engines (a plain
+    ``xsd:dateTime(?v)`` cast fails on a gYear).
+    """
+    dt = f"DATATYPE({var})"
+    text = (
+        f'IF({dt} = <{XSD}gYear>, CONCAT(STR({var}), "-01-01T00:00:00"), '
+        f'IF({dt} = <{XSD}gYearMonth>, CONCAT(STR({var}), "-01T00:00:00"), '
+        f'IF({dt} = <{XSD}date>, CONCAT(STR({var}), "T00:00:00"), STR({var}))))'
+    )
+    return f"<{XSD}dateTime>({text})"
+
+
+def date_text(var: str) -> str:
+    """The ``YYYY-MM-DD`` text of a date value (a gYear ``1990`` reads as ``1990-01-01``)."""
+    dt = f"DATATYPE({var})"
+    return (
+        f'IF({dt} = <{XSD}gYear>, CONCAT(STR({var}), "-01-01"), '
+        f'IF({dt} = <{XSD}gYearMonth>, CONCAT(STR({var}), "-01"), SUBSTR(STR({var}), 1, 10)))'
+    )
+
+
+def full_date(lexical: str) -> str:
+    """``1552`` → ``1552-01-01``, ``1990-05`` → ``1990-05-01``, ``2004-01-22T10:00:00`` → ``2004-01-22``."""
+    parts = lexical[:10].split("-")
+    if lexical.startswith("-"):
+        return lexical[:11]
+    return "-".join((parts + ["01", "01"])[:3])
+
+
+def order_key(var: str, value_range: str | None) -> str:
+    """The expression ARGMAX/ARGMIN sort ``var`` by: the value cast to its type.
+
+    Args:
+        var: The SPARQL variable holding the value.
+        value_range: The ontology range of the relation that reaches the value (``type.int``,
+            ``type.float``, ``type.datetime``, ...), or ``None`` when unknown.
+
+    Returns:
+        ``xsd:integer(var)`` for integer ranges, ``xsd:float(var)`` for float ranges, a
+        dateTime key (:func:`date_key`) for dates; for an unknown range the literal's own
+        datatype decides (numbers as ``xsd:double``, dates as dateTime, a numeric string as a
+        number).
+    """
+    if value_range in INTEGER_RANGES:
+        return f"<{XSD}integer>({var})"
+    if value_range in FLOAT_RANGES:
+        return f"<{XSD}float>({var})"
+    if value_range in DATE_RANGES:
+        return date_key(var)
+    return f"IF(isNumeric({var}), <{XSD}double>({var}), COALESCE({date_key(var)}, <{XSD}double>(STR({var}))))"
