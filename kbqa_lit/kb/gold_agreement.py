@@ -13,10 +13,12 @@ Oxigraph and compares the answers. When the gold query keeps one member of a sup
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import pyoxigraph as ox
 
@@ -29,6 +31,7 @@ _VALUES_RE = re.compile(r"VALUES\s+(\?\w+)\s*\{\s*(<[^>\s]+>|\"[^\"]*\"\S*)\s*\}
 _LIT_RE = re.compile(r'"([^"\\]*)"(?:\^\^<([^>\s]+)>|\^\^xsd:(\w+)|@[\w-]+)?')
 _ORDER_RE = re.compile(r"ORDER\s+BY\s+(DESC|ASC)?\s*(.+?)\s+LIMIT\s+1\s*$", re.S | re.I)
 TYPE_IRI = f"<{NS}type.object.type>"
+_CAST_RANGE = {"integer": "type.int", "float": "type.float", "dateTime": "type.datetime"}
 
 
 def _full_datetime(m: re.Match[str]) -> str:
@@ -52,6 +55,7 @@ def normalise_gold(sparql: str) -> str:
     text = text.replace("xsd:datetime", "xsd:dateTime")
     # "2009-12-31"^^xsd:dateTime is ill-typed (a date, no time): Virtuoso reads it, Oxigraph does not
     text = re.sub(r'"(-?\d{4}(?:-\d\d){0,2})"\^\^xsd:dateTime', _full_datetime, text)
+    text = re.sub(r"\^\^xsd:(\w+)", lambda m: f"^^<{XSD}{m.group(1)}>", text)
     text = re.sub(r"\bOR\b", "||", text)
     return f"PREFIX xsd: <{XSD}>\n{text.strip()}"
 
@@ -64,6 +68,7 @@ class GoldPattern:
     constants: list[str]
     compared: list[tuple[str, str | None]]
     casts_numbers: bool = False
+    cast_ranges: dict[str, str] = field(default_factory=dict)
 
 
 def gold_pattern(sparql: str) -> GoldPattern:
@@ -79,7 +84,9 @@ def gold_pattern(sparql: str) -> GoldPattern:
     compared = [(lex, dt or (XSD + short if short else None)) for lex, dt, short in _LIT_RE.findall(sparql)]
     compared = [(lex, dt) for lex, dt in compared if lex not in ("", "en")]
     casts = "xsd:integer(" in sparql or "xsd:float(" in sparql
-    return GoldPattern(triples, constants, compared, casts)
+    # a variable the gold query casts has that type, whatever the ontology knows of its relation
+    cast_ranges = {v: _CAST_RANGE[t] for t, v in re.findall(r"xsd:(integer|float|dateTime)\((\?\w+)\)", sparql)}
+    return GoldPattern(triples, constants, compared, casts, cast_ranges)
 
 
 def _number_near(lex: str, rng: random.Random) -> str:
@@ -137,8 +144,13 @@ def random_kb(pattern: GoldPattern, seed: int, ontology: Ontology | None, instan
     for _s, p, o in pattern.triples:
         rel = p[len(NS) + 1 : -1]
         rng_cls = ontology.range(rel) if ontology else None
+        rng_cls = rng_cls or pattern.cast_ranges.get(o)
         if o.startswith("?") and (rng_cls or "").startswith("type.") and p != TYPE_IRI:
             literal_vars[o] = (rel, rng_cls)
+    types: dict[str, list[str]] = {}
+    for s, p, o in pattern.triples:
+        if p == TYPE_IRI and s.startswith("?"):
+            types.setdefault(s, []).append(o)
     lines: set[str] = set()
     fresh = iter(range(10**6))
     for k in range(instances):
@@ -163,10 +175,14 @@ def random_kb(pattern: GoldPattern, seed: int, ontology: Ontology | None, instan
                 roll = rng.random()
                 if roll < 0.1:
                     continue
+                # near misses stay schema-consistent: a node in a relation's range has its type
                 if roll < 0.18 and o2.startswith("<"):
                     o2 = rng.choice(pool)
+                    lines.update(f"{o2} {TYPE_IRI} {c} ." for c in types.get(o, ()))
                 elif roll < 0.25 and o2.startswith("<"):
                     lines.add(f"{o2} {p} {s2} .")
+                    lines.update(f"{o2} {TYPE_IRI} {c} ." for c in types.get(s, ()))
+                    lines.update(f"{s2} {TYPE_IRI} {c} ." for c in types.get(o, ()))
             lines.add(f"{s2} {p} {o2} .")
     return "\n".join(sorted(lines)) + "\n"
 
@@ -245,3 +261,27 @@ def agreement(
                 misses.append((qid, sexpr, seed))
                 break
     return 1 - len(misses) / max(1, len(pairs)), misses
+
+
+def load_gold_pairs(data_dir: str | Path) -> dict[str, list[tuple[str, str, str]]]:
+    """(qid, S-expression, gold SPARQL) of GrailQA dev (questions with ``sparql_query``) and CWQ.
+
+    Args:
+        data_dir: The folder holding ``grailqa/grailqa_dev.jsonl`` and ``cwq/cwq_test_part.json``.
+
+    Returns:
+        ``{"grailqa": [...], "cwq": [...]}``; CWQ questions without an S-expression are left out.
+    """
+    root = Path(data_dir)
+    grail = []
+    with (root / "grailqa" / "grailqa_dev.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            r = json.loads(line)
+            if r.get("sparql_query") and r.get("s_expression"):
+                grail.append((str(r["qid"]), r["s_expression"], r["sparql_query"]))
+    cwq = [
+        (str(r["ID"]), r["SExpr"], r["sparql"])
+        for r in json.loads((root / "cwq" / "cwq_test_part.json").read_text(encoding="utf-8"))
+        if r.get("SExpr") and r["SExpr"] != "null" and r.get("sparql")
+    ]
+    return {"grailqa": grail, "cwq": cwq}

@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING
 from kbqa_lit.errors import SExprError
 from kbqa_lit.kb.iri import NS, TYPE_RELATION, XSD
 from kbqa_lit.kb.semantics import (
+    FLOAT_RANGES,
+    INTEGER_RANGES,
     SEMANTICS,
     SEMANTICS_NAMES,
     date_text,
@@ -225,7 +227,7 @@ class _Query:
         elif op in COMPARATORS:
             value = self.path(args[0], term)
             assert isinstance(args[1], Atom)
-            self.compare(value, op, parse_literal(args[1]))
+            self.compare(value, op, parse_literal(args[1]), self.value_range(args[0]))
         elif op == "TC":
             self.bind(args[0], term)
             assert isinstance(args[1], Atom) and isinstance(args[2], Atom)
@@ -273,8 +275,13 @@ class _Query:
             self.preds.setdefault(term, []).append((other, domain))
         self.bind(arg, other)
 
-    def compare(self, value: str, op: str, lit: _Literal) -> None:
+    def compare(self, value: str, op: str, lit: _Literal, value_range: str | None = None) -> None:
         symbol = _CMP_SYMBOL[op]
+        if value_range in INTEGER_RANGES + FLOAT_RANGES and (lit.bare_number or lit.is_numeric):
+            # a number-valued relation: compare the value cast to its type, as the gold queries do
+            number = lit.term() if lit.bare_number or lit.datatype else lit.lexical
+            self.add(f"FILTER({order_key(value, value_range)} {symbol} {number})")
+            return
         # The type guards keep SPARQL's semantics on engines that order values across types
         # (Virtuoso: an IRI is ">= 1.5"; Oxigraph: a type error, so false).
         if lit.datatype in (XSD + "date", XSD + "dateTime"):
@@ -285,10 +292,13 @@ class _Query:
             n = len(lit.lexical)
             text = _escape_string(lit.lexical)
             self.add(f'FILTER(isLiteral({value}) && SUBSTR(STR({value}), 1, {n}) {symbol} "{text}")')
-        elif lit.bare_number or lit.datatype is not None:
-            self.add(f"FILTER(isNumeric({value}) && {value} {symbol} {lit.term()})")
-        else:  # a quoted number such as "1.8"
-            self.add(f"FILTER(isNumeric({value}) && {value} {symbol} {lit.lexical})")
+        else:  # a number; a quoted one such as "1.8" compares as the number
+            number = lit.term() if lit.bare_number or lit.datatype is not None else lit.lexical
+            numeric_string = (
+                f"(isLiteral({value}) && DATATYPE({value}) = <{XSD}string> && "
+                f'REGEX(STR({value}), "^[+-]?[0-9]+([.][0-9]*)?$") && <{XSD}double>(STR({value})) {symbol} {number})'
+            )
+            self.add(f"FILTER((isNumeric({value}) && {value} {symbol} {number}) || {numeric_string})")
 
     def argbest(self, node: Call, term: str) -> None:
         """Members of the set with the largest (ARGMAX) or smallest (ARGMIN) value, cast to its type.
