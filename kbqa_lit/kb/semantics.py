@@ -118,7 +118,7 @@ def order_key(var: str, value_range: str | None) -> str:
         ``xsd:integer(var)`` for integer ranges, ``xsd:float(var)`` for float ranges, a
         dateTime key (:func:`date_key`) for dates; for an unknown range the literal's own
         datatype decides (numbers as ``xsd:double``, dates as dateTime, a numeric string as a
-        number).
+        number, anything else as its text).
     """
     if value_range in INTEGER_RANGES:
         return f"<{XSD}integer>({var})"
@@ -126,4 +126,20 @@ def order_key(var: str, value_range: str | None) -> str:
         return f"<{XSD}float>({var})"
     if value_range in DATE_RANGES:
         return date_key(var)
-    return f"IF(isNumeric({var}), <{XSD}double>({var}), COALESCE({date_key(var)}, <{XSD}double>(STR({var}))))"
+    dates = ", ".join(f"<{XSD}{t}>" for t in ("date", "dateTime", "gYear", "gYearMonth"))
+    return (
+        f"IF(isNumeric({var}), <{XSD}double>({var}), IF(DATATYPE({var}) IN ({dates}), {date_key(var)}, "
+        f"IF({numeric_string(var)}, <{XSD}double>(STR({var})), STR({var}))))"
+    )
+
+
+def numeric_string(var: str) -> str:
+    """True for an untyped string that spells a number (``"12"``, ``"1.8"``).
+
+    Virtuoso fails the whole query on a cast such as ``xsd:double("abc")`` instead of leaving the
+    value unbound, so every cast of a string is guarded by this test inside an ``IF``.
+    """
+    return (
+        f"isLiteral({var}) && DATATYPE({var}) = <{XSD}string> && "
+        f'REGEX(STR({var}), "^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)$")'
+    )

@@ -41,6 +41,7 @@ from kbqa_lit.kb.semantics import (
     SEMANTICS_NAMES,
     date_text,
     full_date,
+    numeric_string,
     order_key,
     resolve_semantics,
     resolve_ties,
@@ -256,7 +257,7 @@ class _Query:
             value = self.fresh("lit")
             self.edge(rel, term, value)
             lexical = f'STR({value}) = "{_escape_string(lit.lexical)}"'
-            if lit.is_date:
+            if lit.datatype in (XSD + "date", XSD + "dateTime"):
                 # the same day whatever the form: GrailQA's dates carry time zones ("1966-01-12-08:00")
                 self.add(f'FILTER(isLiteral({value}) && STRSTARTS(STR({value}), "{_escape_string(lit.lexical)}"))')
             elif lit.datatype is not None and lit.is_numeric:
@@ -294,11 +295,8 @@ class _Query:
             self.add(f'FILTER(isLiteral({value}) && SUBSTR(STR({value}), 1, {n}) {symbol} "{text}")')
         else:  # a number; a quoted one such as "1.8" compares as the number
             number = lit.term() if lit.bare_number or lit.datatype is not None else lit.lexical
-            numeric_string = (
-                f"(isLiteral({value}) && DATATYPE({value}) = <{XSD}string> && "
-                f'REGEX(STR({value}), "^[+-]?[0-9]+([.][0-9]*)?$") && <{XSD}double>(STR({value})) {symbol} {number})'
-            )
-            self.add(f"FILTER((isNumeric({value}) && {value} {symbol} {number}) || {numeric_string})")
+            as_number = f"IF({numeric_string(value)}, <{XSD}double>(STR({value})) {symbol} {number}, false)"
+            self.add(f"FILTER((isNumeric({value}) && {value} {symbol} {number}) || {as_number})")
 
     def argbest(self, node: Call, term: str) -> None:
         """Members of the set with the largest (ARGMAX) or smallest (ARGMIN) value, cast to its type.
