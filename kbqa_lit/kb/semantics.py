@@ -106,6 +106,31 @@ def full_date(lexical: str) -> str:
     return "-".join((parts + ["01", "01"])[:3])
 
 
+def _dated(var: str) -> str:
+    dates = ", ".join(f"<{XSD}{t}>" for t in ("date", "dateTime", "gYear", "gYearMonth"))
+    return f"isLiteral({var}) && DATATYPE({var}) IN ({dates})"
+
+
+def number_key(var: str, cast: str) -> str:
+    """``cast(var)`` for a number or a numeric string; the text of anything else.
+
+    Every cast is guarded: Virtuoso fails the whole query on ``xsd:integer(<iri>)`` where
+    Oxigraph leaves the value unbound.
+    """
+    return (
+        f"IF(isNumeric({var}), {cast}({var}), IF({numeric_string(var)}, {cast}(<{XSD}double>(STR({var}))), STR({var})))"
+    )
+
+
+def number_test(var: str, cast: str, symbol: str, number: str) -> str:
+    """``cast(var) symbol number`` for a number or a numeric string; false for anything else."""
+    cast_string = f"{cast}(<{XSD}double>(STR({var})))"
+    return (
+        f"IF(isNumeric({var}), {cast}({var}) {symbol} {number}, "
+        f"IF({numeric_string(var)}, {cast_string} {symbol} {number}, false))"
+    )
+
+
 def order_key(var: str, value_range: str | None) -> str:
     """The expression ARGMAX/ARGMIN sort ``var`` by: the value cast to its type.
 
@@ -115,20 +140,19 @@ def order_key(var: str, value_range: str | None) -> str:
             ``type.float``, ``type.datetime``, ...), or ``None`` when unknown.
 
     Returns:
-        ``xsd:integer(var)`` for integer ranges, ``xsd:float(var)`` for float ranges, a
-        dateTime key (:func:`date_key`) for dates; for an unknown range the literal's own
-        datatype decides (numbers as ``xsd:double``, dates as dateTime, a numeric string as a
-        number, anything else as its text).
+        ``xsd:integer`` of the value for integer ranges, ``xsd:float`` for float ranges (numeric
+        strings included), a dateTime key (:func:`date_key`) for dates; for an unknown range the
+        literal's own datatype decides (numbers as ``xsd:double``, dates as dateTime, a numeric
+        string as a number, anything else as its text).
     """
     if value_range in INTEGER_RANGES:
-        return f"<{XSD}integer>({var})"
+        return number_key(var, f"<{XSD}integer>")
     if value_range in FLOAT_RANGES:
-        return f"<{XSD}float>({var})"
+        return number_key(var, f"<{XSD}float>")
     if value_range in DATE_RANGES:
-        return date_key(var)
-    dates = ", ".join(f"<{XSD}{t}>" for t in ("date", "dateTime", "gYear", "gYearMonth"))
+        return f"IF({_dated(var)}, {date_key(var)}, STR({var}))"
     return (
-        f"IF(isNumeric({var}), <{XSD}double>({var}), IF(DATATYPE({var}) IN ({dates}), {date_key(var)}, "
+        f"IF(isNumeric({var}), <{XSD}double>({var}), IF({_dated(var)}, {date_key(var)}, "
         f"IF({numeric_string(var)}, <{XSD}double>(STR({var})), STR({var}))))"
     )
 

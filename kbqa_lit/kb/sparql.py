@@ -41,6 +41,7 @@ from kbqa_lit.kb.semantics import (
     SEMANTICS_NAMES,
     date_text,
     full_date,
+    number_test,
     numeric_string,
     order_key,
     resolve_semantics,
@@ -281,7 +282,8 @@ class _Query:
         if value_range in INTEGER_RANGES + FLOAT_RANGES and (lit.bare_number or lit.is_numeric):
             # a number-valued relation: compare the value cast to its type, as the gold queries do
             number = lit.term() if lit.bare_number or lit.datatype else lit.lexical
-            self.add(f"FILTER({order_key(value, value_range)} {symbol} {number})")
+            cast = f"<{XSD}integer>" if value_range in INTEGER_RANGES else f"<{XSD}float>"
+            self.add(f"FILTER({number_test(value, cast, symbol, number)})")
             return
         # The type guards keep SPARQL's semantics on engines that order values across types
         # (Virtuoso: an IRI is ">= 1.5"; Oxigraph: a type error, so false).

@@ -30,6 +30,7 @@ from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.errors import StoreError
 from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.kb.normalize import invert_labels, normalize_sexpr
+from kbqa_lit.kb.ontology import Ontology
 from kbqa_lit.kb.sexpr import Atom, map_atoms, parse_sexpr, schema_items
 from kbqa_lit.kb.sparql import sexpr_to_sparql
 from kbqa_lit.kb.store import EndpointStore, OxigraphStore
@@ -324,6 +325,40 @@ def test_probe_literals_dialect(sexpr: str, expected: set[str], probe_stores: tu
     assert on_ox.ok and set(on_ox.answers) == expected, on_ox
     assert on_vi.ok, on_vi.error
     assert set(on_vi.answers) == expected, f"Virtuoso {on_vi.answers} vs Oxigraph {on_ox.answers}\n{sparql}"
+
+
+#: Ranges for the probe KB's relations (spouse deliberately typed as a number: IRIs must not break casts).
+PROBE_RANGES = Ontology(
+    ranges={
+        f"{P}.rank": "type.int",
+        f"{P}.height_meters": "type.float",
+        f"{P}.date_of_birth": "type.datetime",
+        f"{P}.spouse": "type.int",
+    }
+)
+RANGE_CASES = [
+    (f"(ARGMAX {P} {P}.rank)", {"m.a"}),
+    (f"(ARGMIN {P} {P}.rank)", {"m.c"}),
+    (f"(gt {P}.rank 9)", {"m.a"}),
+    (f"(lt {P}.rank 9)", {"m.c"}),
+    (f"(ARGMAX {P} {P}.height_meters)", {"m.d"}),
+    (f"(gt {P}.height_meters 1.8)", {"m.a", "m.b", "m.d"}),
+    (f"(ARGMAX {P} {P}.date_of_birth)", {"m.a"}),
+    (f"(ARGMIN {P} {P}.date_of_birth)", {"m.d"}),
+    (f"(gt {P}.spouse 1)", set()),
+    (f"(ARGMAX {P} {P}.spouse)", {"m.a"}),
+]
+
+
+@pytest.mark.virtuoso
+@pytest.mark.parametrize(("sexpr", "expected"), RANGE_CASES)
+def test_casts_by_the_ontology_range_agree(sexpr: str, expected: set[str], probe_stores: tuple) -> None:
+    ox, vi = probe_stores
+    for ties in ("first", "all"):
+        sparql = sexpr_to_sparql(sexpr, ontology=PROBE_RANGES, ties=ties)
+        on_ox, on_vi = ox.execute(sparql), vi.execute(sparql)
+        assert on_ox.ok and set(on_ox.answers) == expected, on_ox
+        assert on_vi.ok and set(on_vi.answers) == expected, f"Virtuoso {on_vi}\n{sparql}"
 
 
 @pytest.mark.virtuoso
