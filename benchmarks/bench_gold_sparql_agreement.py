@@ -51,7 +51,8 @@ def main() -> None:
     onto = Ontology.load(Path(args.data) / "ontology")
     pairs = load_gold_pairs(args.data)
     converters: dict[str, Callable[[str, str], str]] = {
-        "kbqa_lit": lambda sexpr, dataset: sexpr_to_sparql(sexpr, semantics=dataset, ontology=onto)
+        "kbqa_lit": lambda sexpr, dataset: sexpr_to_sparql(sexpr, semantics=dataset, ontology=onto),
+        "kbqa_lit, no ontology": lambda sexpr, dataset: sexpr_to_sparql(sexpr, semantics=dataset),
     }
     if args.baseline:
         converters["baseline"] = _baseline(args.baseline)

@@ -9,7 +9,8 @@ semantics           dataset alias   rule (read off the datasets' gold SPARQL / g
 ``exclude-topic``   ``webqsp``      no entity of the query is an answer (``FILTER (?x != ns:m.…)``)
 ``exclude-source``  ``cwq``         the answer differs from the node it is reached from: the
                                     entity or variable at the far end of the answer's ``(R r)``
-                                    hops, CVT nodes skipped (``FILTER (?x != ?c)``)
+                                    hops (``FILTER (?x != ?c)``); with an ontology, the first
+                                    node on the way that is not a CVT
 ``distinct-nodes``  ``grailqa``     every pair of query nodes is distinct, value variables included
                                     (``FILTER (?x0 != ?x1 && ?x0 != ?x2 && ?x1 != ?x2)``)
 ``simple-path``     ``metaqa``      no node repeats along the chain (entity nodes pairwise distinct)

@@ -397,11 +397,21 @@ class _Query:
             return []
         return ["FILTER(" + " && ".join(f"{a} != {b}" for a, b in pairs) + ")"]
 
+    def passes_through(self, cls: str | None) -> bool:
+        """Whether exclude-source looks past a node of class ``cls`` on the answer's ``(R r)`` chain.
+
+        With an ontology only CVT nodes are looked past; without one every intermediate node is.
+        """
+        if self.ontology is None:
+            return True
+        return cls is not None and self.ontology.is_cvt(cls)
+
     def sources(self, answer: str) -> list[str]:
         """The nodes the answer is reached from (exclude-source): the far ends of its ``(R r)`` hops.
 
-        A hop's start node that is a CVT (by the ontology) is skipped: the nodes it is reached from
-        count instead. With no ``(R r)`` hop into the answer, every entity of the query counts.
+        With an ontology the walk stops at the first node that is not a CVT; without one it goes to
+        the end of the chain (on the CWQ gold S-expressions the two agree). With no ``(R r)`` hop
+        into the answer, every entity of the query counts.
         """
         found: list[str] = []
         seen = {answer}
@@ -411,7 +421,7 @@ class _Query:
             if node in seen:
                 continue
             seen.add(node)
-            if node.startswith("?") and self.ontology and cls and self.ontology.is_cvt(cls) and self.preds.get(node):
+            if node.startswith("?") and self.preds.get(node) and self.passes_through(cls):
                 stack.extend(reversed(self.preds[node]))
             elif node not in found:
                 found.append(node)

@@ -24,6 +24,8 @@ ONTOLOGY = Ontology(
     domains={
         "people.person.places_lived": "people.person",
         "people.place_lived.location": "people.place_lived",
+        "people.person.nationality": "people.person",
+        "film.film.directed_by": "film.film",
         "sports.team.founded": "sports.team",
         "sports.team.size": "sports.team",
         "sports.team.arena": "sports.team",
@@ -92,8 +94,23 @@ def test_cwq_source_skips_cvt_nodes_with_the_ontology():
     expr = "(JOIN (R people.place_lived.location) (JOIN (R people.person.places_lived) m.p))"
     # gold: m.p places_lived ?y . ?y location ?x . FILTER (?x != m.p)
     assert _answers(store, expr, semantics="cwq", ontology=ONTOLOGY) == {"m.l1"}
-    # without the schema the CVT ?y counts as the source and m.p stays
-    assert _answers(store, expr, semantics="cwq") == {"m.l1", "m.p"}
+    assert _answers(store, expr, semantics="cwq") == {"m.l1"}  # the far end of the chain
+
+
+def test_cwq_source_stops_at_a_topic_node_with_the_ontology():
+    store = _store(
+        [
+            ("m.f", "film.film.directed_by", "m.d"),
+            ("m.d", "people.person.nationality", "m.uk"),
+            ("m.d", "people.person.nationality", "m.d"),
+            ("m.d", "people.person.nationality", "m.f"),
+        ]
+    )
+    expr = "(JOIN (R people.person.nationality) (JOIN (R film.film.directed_by) m.f))"
+    # the director (a person, not a CVT) is the node the answer is reached from
+    assert _answers(store, expr, semantics="cwq", ontology=ONTOLOGY) == {"m.uk", "m.f"}
+    # without the schema every (R r) hop is looked past: the film is excluded instead
+    assert _answers(store, expr, semantics="cwq") == {"m.uk", "m.d"}
 
 
 def test_grailqa_makes_every_pair_of_nodes_distinct():
