@@ -310,6 +310,7 @@ class _Query:
         direction = "DESC" if node.op == "ARGMAX" else "ASC"
         value_range = self.value_range(node.args[1])
         if self.ties == "first" and self.root and self.order is None:
+            self.order = ("", "")  # taken: a superlative inside this one becomes a sub-select
             self.bind(node.args[0], term)
             value = self.path(node.args[1], term)
             self.order = (direction, order_key(value, value_range))

@@ -195,6 +195,11 @@ def test_first_tie_rule_orders_the_whole_query_like_the_gold_queries():
     assert _answers(store, expr, ontology=ONTOLOGY, ties="first") == {"m.p3"}
     # a MAX sub-query picks the largest team first, which has no captain
     assert _answers(store, expr, ontology=ONTOLOGY, ties="all") == set()
+    # a superlative inside the ordered one is a LIMIT 1 sub-select: the largest team (t2), then
+    # the largest arena among {t2}; dropping the inner one would tie t1 and t2 on capacity 500
+    nested = "(ARGMAX (ARGMAX sports.team sports.team.size) (JOIN sports.team.arena sports.arena.capacity))"
+    for _ in range(3):
+        assert _answers(store, nested, ontology=ONTOLOGY, ties="first") == {"m.t2"}
 
 
 # ---------------------------------------------------------------- 3. classes as JOIN objects
