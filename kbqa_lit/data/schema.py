@@ -5,7 +5,8 @@ holds (one ``to_dict()`` per line). Dataset-specific facts go to ``meta``; the k
 the project are:
 
 - ``meta["semantics"]``: answer semantics for S-expression execution: ``"exclude-topic"``
-  (WebQSP, CWQ, GrailQA, synthetic), ``"simple-path"`` (MetaQA) or ``"plain"`` (PathQuestion).
+  (WebQSP, synthetic), ``"exclude-source"`` (CWQ), ``"distinct-nodes"`` (GrailQA),
+  ``"simple-path"`` (MetaQA) or ``"plain"`` (PathQuestion); see :mod:`kbqa_lit.kb.semantics`.
 - ``meta["parses"]``: for WebQSP, every annotated parse as
   ``{"parse_id", "s_expression", "sparql", "answers": [Answer dicts]}``; metrics take the best.
 - ``meta["entity_labels"]``: ``{id: label}`` of the non-topic entities the gold logical form uses.
@@ -24,7 +25,7 @@ from typing import Any, Literal
 from kbqa_lit.errors import DataFormatError
 
 AnswerKind = Literal["entity", "literal"]
-SEMANTICS = ("exclude-topic", "simple-path", "plain")
+SEMANTICS = ("exclude-topic", "exclude-source", "distinct-nodes", "simple-path", "plain")
 
 
 @dataclass(frozen=True)

@@ -3,25 +3,33 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from kbqa_lit.errors import SExprError
 from kbqa_lit.kb.sparql import sexpr_to_sparql
 from kbqa_lit.kb.store import ExecutionResult, KnowledgeBase
+
+if TYPE_CHECKING:
+    from kbqa_lit.kb.ontology import Ontology
 
 
 def run_sexpr(
     kb: KnowledgeBase,
     expr: str,
     semantics: str = "exclude-topic",
-    keep_ties: bool = True,
+    keep_ties: bool | None = None,
+    ties: str | None = None,
+    ontology: Ontology | None = None,
 ) -> tuple[str | None, ExecutionResult]:
     """Convert an S-expression to SPARQL and execute it.
 
     Args:
         kb: The store to execute on.
         expr: The S-expression text.
-        semantics: Answer semantics (see :mod:`kbqa_lit.kb.sparql`).
-        keep_ties: Whether ARGMAX/ARGMIN keep ties.
+        semantics: Answer semantics or dataset alias (see :mod:`kbqa_lit.kb.semantics`).
+        keep_ties: Deprecated spelling of ``ties`` (``True`` is ``"all"``).
+        ties: ``"first"`` or ``"all"`` for ARGMAX/ARGMIN; ``None`` takes the semantics' default.
+        ontology: The Freebase schema (ARGMAX casts by range, CVT hops), optional.
 
     Returns:
         ``(sparql, result)``; ``sparql`` is ``None`` and ``result.ok`` is false when the
@@ -29,7 +37,7 @@ def run_sexpr(
     """
     start = time.perf_counter()
     try:
-        sparql = sexpr_to_sparql(expr, semantics=semantics, keep_ties=keep_ties)
+        sparql = sexpr_to_sparql(expr, semantics=semantics, keep_ties=keep_ties, ties=ties, ontology=ontology)
     except SExprError as exc:
         return None, ExecutionResult(
             answers=[], ok=False, error=f"bad S-expression: {exc}", elapsed=time.perf_counter() - start

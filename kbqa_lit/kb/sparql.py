@@ -7,19 +7,18 @@ prefixed names such as ``ns:people.person.nationality`` — and ``||`` rather th
 ``[A-Za-z0-9_.]``, datatypes are checked IRIs) and quoted strings are re-escaped here, so no
 input can inject SPARQL.
 
-Semantics (one per dataset, ``semantics=``):
-
-- ``exclude-topic`` (WebQSP, CWQ, GrailQA, synthetic): no entity that appears in the query is an
-  answer.
-- ``simple-path`` (MetaQA): all nodes of the query graph (entity constants and the variables of
-  entity-valued hops, the answer included) are pairwise distinct, so no node repeats along a
-  chain. This is also GrailQA's gold-SPARQL convention.
-- ``plain`` (PathQuestion): nothing is excluded; the topic entity may be an answer.
+Semantics (one per dataset, ``semantics=``; names and dataset aliases in
+:mod:`kbqa_lit.kb.semantics`): ``exclude-topic`` (WebQSP, synthetic), ``exclude-source`` (CWQ),
+``distinct-nodes`` (GrailQA), ``simple-path`` (MetaQA), ``plain`` (PathQuestion).
 
 Other conventions: literal answers are kept only when untagged or English; CVT hops are plain
-intermediate variables; ``(R r)`` reverses a relation; ``ARGMAX``/``ARGMIN`` compare the value
-reached through a relation or a ``JOIN`` chain of relations and keep ties unless
-``keep_ties=False`` (then the top-level one is ``ORDER BY ... LIMIT 1``); comparatives and ``TC``
+intermediate variables; ``(R r)`` reverses a relation; a class as the object of ``JOIN`` is the
+class node itself (``(JOIN type.object.type C)``: whose type is C), elsewhere a class stands for
+its instances; ``ARGMAX``/``ARGMIN`` sort by the value reached through a relation or a ``JOIN``
+chain, cast to its type (the ontology range of the last relation, else the literal's datatype:
+:func:`kbqa_lit.kb.semantics.order_key`), and keep one member (``ties="first"``: the first
+superlative becomes the query's ``ORDER BY ... LIMIT 1``, others a sub-select with ``LIMIT 1``)
+or every tied member (``ties="all"``: a ``MAX``/``MIN`` sub-query); comparatives and ``TC``
 compare dates on their lexical prefix (``SUBSTR(STR(?v), 1, n)``) so that gYear, date and
 dateTime values compare alike on both engines, while numbers compare numerically. ``TC`` keeps the
 members whose start (the given relation, e.g. ``...from``) is not after the year and whose end
@@ -31,12 +30,29 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kbqa_lit.errors import SExprError
 from kbqa_lit.kb.iri import NS, TYPE_RELATION, XSD
+from kbqa_lit.kb.semantics import (
+    FLOAT_RANGES,
+    INTEGER_RANGES,
+    SEMANTICS,
+    SEMANTICS_NAMES,
+    date_text,
+    full_date,
+    number_test,
+    numeric_string,
+    order_key,
+    resolve_semantics,
+    resolve_ties,
+)
 from kbqa_lit.kb.sexpr import COMPARATORS, NUMBER_RE, Atom, Call, SExpr, parse_sexpr
 
-SEMANTICS = ("exclude-topic", "simple-path", "plain")
+if TYPE_CHECKING:
+    from kbqa_lit.kb.ontology import Ontology
+
+__all__ = ["SEMANTICS", "SEMANTICS_NAMES", "parse_literal", "sexpr_to_sparql"]
 ANSWER_VAR = "?x"
 COUNT_VAR = "?count"
 DATE_TYPES = {XSD + t for t in ("date", "dateTime", "gYear", "gYearMonth", "time")}
@@ -44,6 +60,9 @@ _CMP_SYMBOL = {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 #: (start, end) relation-name endings used to find the end relation of a TC start relation.
 TIME_PAIRS = (("from", "to"), ("start_date", "end_date"), ("from_date", "to_date"), ("start", "end"))
 _YEAR_RE = re.compile(r"^-?\d{1,4}")
+NOW_YEAR = 2015
+#: The day WebQSP's and CWQ's gold queries put for NOW.
+NOW_DATE = "2015-08-10"
 
 
 def _iri(local: str) -> str:
@@ -127,9 +146,17 @@ class _Query:
     semantics: str
     counter: list[int]
     now_year: int
+    ties: str = "all"
+    ontology: Ontology | None = None
+    now_date: str | None = None
+    root: bool = False
     patterns: list[str] = field(default_factory=list)
     node_terms: list[str] = field(default_factory=list)
     constants: list[str] = field(default_factory=list)
+    #: term -> [(node it is reached from by an (R r) hop, that node's class)], for exclude-source
+    preds: dict[str, list[tuple[str, str | None]]] = field(default_factory=dict)
+    #: the lifted superlative of ties="first": (ORDER BY direction, sort key)
+    order: tuple[str, str] | None = None
 
     def fresh(self, prefix: str = "v") -> str:
         self.counter[0] += 1
@@ -147,7 +174,7 @@ class _Query:
         return self.node(term)
 
     def sub(self) -> _Query:
-        return _Query(self.semantics, self.counter, self.now_year)
+        return _Query(self.semantics, self.counter, self.now_year, self.ties, self.ontology, self.now_date)
 
     def add(self, line: str) -> None:
         self.patterns.append(line)
@@ -170,8 +197,18 @@ class _Query:
             self.edge(relpath.args[0], start, mid)
             return self.path(relpath.args[1], mid)
         end = self.fresh("val")
+        if self.semantics == "distinct-nodes":
+            self.node(end)
         self.edge(relpath, start, end)
         return end
+
+    def value_range(self, relpath: SExpr) -> str | None:
+        """The ontology range of the last relation of a path (``None`` when unknown or reversed)."""
+        while isinstance(relpath, Call) and relpath.op == "JOIN":
+            relpath = relpath.args[1]
+        if self.ontology is None or not isinstance(relpath, Atom):
+            return None
+        return self.ontology.range(relpath.text)
 
     # ------------------------------------------------------------------ sets
 
@@ -192,7 +229,7 @@ class _Query:
         elif op in COMPARATORS:
             value = self.path(args[0], term)
             assert isinstance(args[1], Atom)
-            self.compare(value, op, parse_literal(args[1]))
+            self.compare(value, op, parse_literal(args[1]), self.value_range(args[0]))
         elif op == "TC":
             self.bind(args[0], term)
             assert isinstance(args[1], Atom) and isinstance(args[2], Atom)
@@ -203,8 +240,15 @@ class _Query:
             raise SExprError(f"cannot convert operator {op!r}")
 
     def join(self, rel: SExpr, arg: SExpr, term: str) -> None:
+        reverse = isinstance(rel, Call)
+        if isinstance(arg, Atom) and arg.kind == "schema":  # a class as object: the class node
+            self.edge(rel, term, _iri(arg.text))
+            return
         if isinstance(arg, Atom) and arg.kind == "entity":
-            self.edge(rel, term, self.constant(arg.text))
+            const = self.constant(arg.text)
+            self.edge(rel, term, const)
+            if reverse:
+                self.preds.setdefault(term, []).append((const, None))
             return
         if isinstance(arg, Atom) and arg.kind == "literal":
             lit = parse_literal(arg)
@@ -214,7 +258,10 @@ class _Query:
             value = self.fresh("lit")
             self.edge(rel, term, value)
             lexical = f'STR({value}) = "{_escape_string(lit.lexical)}"'
-            if lit.datatype is not None and lit.is_numeric:
+            if lit.datatype in (XSD + "date", XSD + "dateTime"):
+                # the same day whatever the form: GrailQA's dates carry time zones ("1966-01-12-08:00")
+                self.add(f'FILTER(isLiteral({value}) && STRSTARTS(STR({value}), "{_escape_string(lit.lexical)}"))')
+            elif lit.datatype is not None and lit.is_numeric:
                 # typed equality: Virtuoso's STR() of a float is "1.899999976158142", not "1.9"
                 self.add(f"FILTER({value} = {lit.term()})")
             elif lit.bare_number:
@@ -224,37 +271,75 @@ class _Query:
             return
         other = self.node(self.fresh())
         self.edge(rel, term, other)
+        if reverse:
+            assert isinstance(rel, Call) and isinstance(rel.args[0], Atom)
+            domain = self.ontology.domain(rel.args[0].text) if self.ontology else None
+            self.preds.setdefault(term, []).append((other, domain))
         self.bind(arg, other)
 
-    def compare(self, value: str, op: str, lit: _Literal) -> None:
+    def compare(self, value: str, op: str, lit: _Literal, value_range: str | None = None) -> None:
         symbol = _CMP_SYMBOL[op]
+        if value_range in INTEGER_RANGES + FLOAT_RANGES and (lit.bare_number or lit.is_numeric):
+            # a number-valued relation: compare the value cast to its type, as the gold queries do
+            number = lit.term() if lit.bare_number or lit.datatype else lit.lexical
+            cast = f"<{XSD}integer>" if value_range in INTEGER_RANGES else f"<{XSD}float>"
+            self.add(f"FILTER({number_test(value, cast, symbol, number)})")
+            return
         # The type guards keep SPARQL's semantics on engines that order values across types
         # (Virtuoso: an IRI is ">= 1.5"; Oxigraph: a type error, so false).
-        if lit.is_date or (lit.datatype is None and not lit.is_numeric):
+        if lit.datatype in (XSD + "date", XSD + "dateTime"):
+            # a day, as the gold queries compare it ("1552"^^xsd:dateTime is 1552-01-01)
+            day = full_date(lit.lexical)
+            self.add(f'FILTER(isLiteral({value}) && {date_text(value)} {symbol} "{day}")')
+        elif lit.is_date or (lit.datatype is None and not lit.is_numeric):
             n = len(lit.lexical)
             text = _escape_string(lit.lexical)
             self.add(f'FILTER(isLiteral({value}) && SUBSTR(STR({value}), 1, {n}) {symbol} "{text}")')
-        elif lit.bare_number or lit.datatype is not None:
-            self.add(f"FILTER(isNumeric({value}) && {value} {symbol} {lit.term()})")
-        else:  # a quoted number such as "1.8"
-            self.add(f"FILTER(isNumeric({value}) && {value} {symbol} {lit.lexical})")
+        else:  # a number; a quoted one such as "1.8" compares as the number
+            number = lit.term() if lit.bare_number or lit.datatype is not None else lit.lexical
+            as_number = f"IF({numeric_string(value)}, <{XSD}double>(STR({value})) {symbol} {number}, false)"
+            self.add(f"FILTER((isNumeric({value}) && {value} {symbol} {number}) || {as_number})")
 
     def argbest(self, node: Call, term: str) -> None:
-        """Members of the set with the largest (ARGMAX) or smallest (ARGMIN) value; ties kept."""
-        self.bind(node.args[0], term)
-        value = self.path(node.args[1], term)
+        """Members of the set with the largest (ARGMAX) or smallest (ARGMIN) value, cast to its type.
+
+        ``ties="first"``: the root query's first superlative becomes its ``ORDER BY ... LIMIT 1``
+        (as the WebQSP/CWQ gold queries do), any other one a sub-select with ``LIMIT 1``.
+        ``ties="all"``: every member whose value equals the ``MAX``/``MIN`` of the set.
+        """
+        direction = "DESC" if node.op == "ARGMAX" else "ASC"
+        value_range = self.value_range(node.args[1])
+        if self.ties == "first" and self.root and self.order is None:
+            self.order = ("", "")  # taken: a superlative inside this one becomes a sub-select
+            self.bind(node.args[0], term)
+            value = self.path(node.args[1], term)
+            self.order = (direction, order_key(value, value_range))
+            return
         inner = self.sub()
         inner_term = inner.node(inner.fresh())
         inner.bind(node.args[0], inner_term)
         inner_value = inner.path(node.args[1], inner_term)
+        body = "\n    ".join(inner.patterns + inner.filters(inner_term))
+        if self.ties == "first":
+            self.bind(node.args[0], term)
+            key = order_key(inner_value, value_range)
+            self.add(
+                f"{{ SELECT ({inner_term} AS {term}) WHERE {{\n    {body}\n  }} ORDER BY {direction}({key}) LIMIT 1 }}"
+            )
+            return
+        self.bind(node.args[0], term)
+        value = self.path(node.args[1], term)
         best = self.fresh("best")
         agg = "MAX" if node.op == "ARGMAX" else "MIN"
-        body = "\n    ".join(inner.patterns + inner.filters(inner_term))
-        self.add(f"{{ SELECT ({agg}({inner_value}) AS {best}) WHERE {{\n    {body}\n  }} }}")
-        self.add(f"FILTER({value} = {best})")
+        self.add(f"{{ SELECT ({agg}({order_key(inner_value, value_range)}) AS {best}) WHERE {{\n    {body}\n  }} }}")
+        self.add(f"FILTER({order_key(value, value_range)} = {best})")
 
     def time_constraint(self, term: str, rel: str, time: Atom) -> None:
         year = self.year_of(time)
+        lit = parse_literal(time)
+        if lit.lexical == "NOW" and lit.datatype is None and self.now_date:
+            self.time_window(term, rel, self.now_date)
+            return
         start, end = _time_relations(rel)
         if start is None and end is None:
             v = self.fresh("t")
@@ -268,6 +353,21 @@ class _Query:
                 f"FILTER(NOT EXISTS {{ {term} {_iri(relation)} {a} }} || "
                 f"EXISTS {{ {term} {_iri(relation)} {b} . "
                 f'FILTER(SUBSTR(STR({b}), 1, 4) {symbol} "{year}") }})'
+            )
+
+    def time_window(self, term: str, rel: str, day: str) -> None:
+        """TC at one day (``NOW``): started on or before it, ended on or after it (or open)."""
+        start, end = _time_relations(rel)
+        if start is None and end is None:
+            start = rel
+        for relation, symbol in ((start, "<="), (end, ">=")):
+            if relation is None:
+                continue
+            a, b = self.fresh("t"), self.fresh("t")
+            self.add(
+                f"FILTER(NOT EXISTS {{ {term} {_iri(relation)} {a} }} || "
+                f"EXISTS {{ {term} {_iri(relation)} {b} . "
+                f'FILTER({date_text(b)} {symbol} "{day}") }})'
             )
 
     def year_of(self, time: Atom) -> str:
@@ -287,6 +387,8 @@ class _Query:
             return []
         if self.semantics == "exclude-topic":
             pairs = [(answer, c) for c in self.constants]
+        elif self.semantics == "exclude-source":
+            pairs = [(answer, c) for c in self.sources(answer)]
         else:  # simple-path: every pair of nodes distinct
             nodes = [answer] + [t for t in self.node_terms if t != answer]
             pairs = [
@@ -295,6 +397,36 @@ class _Query:
         if not pairs:
             return []
         return ["FILTER(" + " && ".join(f"{a} != {b}" for a, b in pairs) + ")"]
+
+    def passes_through(self, cls: str | None) -> bool:
+        """Whether exclude-source looks past a node of class ``cls`` on the answer's ``(R r)`` chain.
+
+        With an ontology only CVT nodes are looked past; without one every intermediate node is.
+        """
+        if self.ontology is None:
+            return True
+        return cls is not None and self.ontology.is_cvt(cls)
+
+    def sources(self, answer: str) -> list[str]:
+        """The nodes the answer is reached from (exclude-source): the far ends of its ``(R r)`` hops.
+
+        With an ontology the walk stops at the first node that is not a CVT; without one it goes to
+        the end of the chain (on the CWQ gold S-expressions the two agree). With no ``(R r)`` hop
+        into the answer, every entity of the query counts.
+        """
+        found: list[str] = []
+        seen = {answer}
+        stack = list(reversed(self.preds.get(answer, [])))
+        while stack:
+            node, cls = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            if node.startswith("?") and self.preds.get(node) and self.passes_through(cls):
+                stack.extend(reversed(self.preds[node]))
+            elif node not in found:
+                found.append(node)
+        return found or list(self.constants)
 
 
 def _time_relations(rel: str) -> tuple[str | None, str | None]:
@@ -311,43 +443,55 @@ def _time_relations(rel: str) -> tuple[str | None, str | None]:
 def sexpr_to_sparql(
     expr: str | SExpr,
     semantics: str = "exclude-topic",
-    keep_ties: bool = True,
-    now_year: int = 2015,
+    keep_ties: bool | None = None,
+    now_year: int = NOW_YEAR,
+    ties: str | None = None,
+    ontology: Ontology | None = None,
+    now_date: str | None = None,
 ) -> str:
     """Convert an S-expression to SPARQL text that Oxigraph and Virtuoso both run.
 
     Args:
         expr: S-expression text or a parsed tree.
-        semantics: ``"exclude-topic"``, ``"simple-path"`` or ``"plain"`` (see the module docstring).
-        keep_ties: Whether a top-level ARGMAX/ARGMIN keeps every member with the best value
-            (GrailQA's convention) or only one (``ORDER BY ... LIMIT 1``).
-        now_year: The year that ``NOW`` stands for in time constraints.
+        semantics: A semantics name or dataset alias (:data:`SEMANTICS_NAMES`; see
+            :mod:`kbqa_lit.kb.semantics`).
+        keep_ties: Deprecated spelling of ``ties``: ``True`` is ``"all"``, ``False`` ``"first"``.
+        now_year: The year that ``NOW`` stands for in time constraints (year granularity when
+            not 2015 and no ``now_date`` is given).
+        now_date: The day ``NOW`` stands for (``YYYY-MM-DD``); by default 2015-08-10, the day
+            the WebQSP/CWQ gold queries use.
+        ties: ``"first"`` (one member, ``ORDER BY ... LIMIT 1``) or ``"all"`` (every tied member)
+            for ARGMAX/ARGMIN; ``None`` takes the semantics' default (``first`` for
+            ``exclude-topic`` and ``exclude-source``, ``all`` otherwise).
+        ontology: The Freebase schema; gives ARGMAX/ARGMIN's cast (the value relation's range)
+            and, for ``exclude-source``, which hops pass through CVT nodes. Without it the
+            literal's datatype decides the cast and no node counts as a CVT.
 
     Returns:
         The SPARQL query; its first projected variable holds the answers.
 
     Raises:
-        SExprError: For a malformed S-expression, an unknown semantics, or a construct that
-            cannot be converted (e.g. a nested COUNT).
+        SExprError: For a malformed S-expression, an unknown semantics or ties rule, or a
+            construct that cannot be converted (e.g. a nested COUNT).
     """
-    if semantics not in SEMANTICS:
-        raise SExprError(f"unknown answer semantics {semantics!r}; expected one of {', '.join(SEMANTICS)}")
+    semantics = resolve_semantics(semantics)
+    if ties is None and keep_ties is not None:
+        ties = "all" if keep_ties else "first"
+    tie_rule = resolve_ties(ties, semantics)
     node = parse_sexpr(expr) if isinstance(expr, str) else expr
-    query = _Query(semantics, [0], now_year)
     counting = isinstance(node, Call) and node.op == "COUNT"
+    if now_date is None and now_year == NOW_YEAR:
+        now_date = NOW_DATE
+    query = _Query(semantics, [0], now_year, tie_rule, ontology, now_date, root=not counting)
     if counting:
         assert isinstance(node, Call)
         node = node.args[0]
     answer = query.node(ANSWER_VAR)
-    order = ""
-    if not keep_ties and not counting and isinstance(node, Call) and node.op in ("ARGMAX", "ARGMIN"):
-        query.bind(node.args[0], answer)
-        value = query.path(node.args[1], answer)
-        direction = "DESC" if node.op == "ARGMAX" else "ASC"
-        order = f"\nORDER BY {direction}({value})\nLIMIT 1"
-    else:
-        query.bind(node, answer)
+    query.bind(node, answer)
     lines = list(query.patterns) + query.filters(answer)
+    order = ""
+    if query.order is not None:
+        order = f"\nORDER BY {query.order[0]}({query.order[1]})\nLIMIT 1"
     if counting:
         head = f"SELECT (COUNT(DISTINCT {answer}) AS {COUNT_VAR})"
     else:

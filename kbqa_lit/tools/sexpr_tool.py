@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import SExprError, UserInputError
-from kbqa_lit.kb.sparql import SEMANTICS, sexpr_to_sparql
+from kbqa_lit.kb.semantics import ALIASES, SEMANTICS, SEMANTICS_NAMES, TIES, resolve_semantics
+from kbqa_lit.kb.sparql import sexpr_to_sparql
 from kbqa_lit.tools.common import print_json, write_json_lines_atomic
 
 
@@ -29,14 +30,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common.add_argument("expr", nargs="?", help="an S-expression (omit with --batch)")
     common.add_argument("--batch", metavar="IN.jsonl", help="JSON lines with qid and s_expression")
     common.add_argument("--out", metavar="OUT.jsonl", help="output file of --batch (default: stdout)")
+    aliases = ", ".join(f"{k}={v}" for k, v in ALIASES.items())
     common.add_argument(
         "--semantics",
-        choices=SEMANTICS,
+        metavar="NAME",
         default=None,
-        help="answer semantics for EXPR, and for batch lines that do not name one (default exclude-topic)",
+        help=f"answer semantics for EXPR, and for batch lines that do not name one (default exclude-topic): "
+        f"one of {', '.join(SEMANTICS)} or a dataset alias ({aliases})",
     )
     common.add_argument(
-        "--no-ties", action="store_true", help="top-level ARGMAX/ARGMIN return one member, not all ties"
+        "--ties",
+        choices=TIES,
+        default=None,
+        help="ARGMAX/ARGMIN keep one member (first, ORDER BY ... LIMIT 1) or every tied one (all); "
+        "default: first for exclude-topic/exclude-source (webqsp, cwq), all otherwise",
+    )
+    common.add_argument("--no-ties", action="store_true", help="the same as --ties first")
+    common.add_argument(
+        "--ontology",
+        metavar="DIR",
+        help="Freebase schema folder (fb_roles, fb_types, reverse_properties): ARGMAX casts by range, "
+        "CVT hops for exclude-source",
     )
     p = sub.add_parser("to-sparql", parents=[common], help="convert S-expressions to SPARQL")
     p.set_defaults(func=_to_sparql)
@@ -48,6 +62,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _check_args(args: argparse.Namespace) -> None:
+    if args.semantics is not None and args.semantics not in SEMANTICS_NAMES:
+        raise UserInputError(f"unknown --semantics {args.semantics!r}; expected one of {', '.join(SEMANTICS_NAMES)}")
+    if args.no_ties:
+        args.ties = "first"
+    args.onto = None
+    if args.ontology:
+        from kbqa_lit.kb.ontology import Ontology
+
+        if not Path(args.ontology).is_dir():
+            raise UserInputError(f"no such ontology folder: {args.ontology}")
+        args.onto = Ontology.load(args.ontology)
     if bool(args.expr) == bool(args.batch):
         raise UserInputError("give exactly one of EXPR or --batch IN.jsonl")
     if args.out and not args.batch:
@@ -80,19 +105,23 @@ def _read_batch(path: str, default_semantics: str) -> Iterator[dict[str, Any]]:
             semantics = obj.get("semantics") or meta.get("semantics") or default_semantics
             if not isinstance(job["s_expression"], str) or not job["s_expression"].strip():
                 job["error"] = f"line {lineno}: no s_expression"
-            elif semantics not in SEMANTICS:
+            elif semantics not in SEMANTICS_NAMES:
                 job["error"] = f"line {lineno}: unknown semantics {semantics!r}"
+            else:
+                semantics = resolve_semantics(semantics)
             job["semantics"] = semantics
             yield job
 
 
-def _convert(job: dict[str, Any], keep_ties: bool) -> dict[str, Any]:
+def _convert(job: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     out = {"qid": job["qid"], "s_expression": job["s_expression"]}
     if job.get("error"):
         out["error"] = job["error"]
         return out
     try:
-        out["sparql"] = sexpr_to_sparql(job["s_expression"], semantics=job["semantics"], keep_ties=keep_ties)
+        out["sparql"] = sexpr_to_sparql(
+            job["s_expression"], semantics=job["semantics"], ties=args.ties, ontology=args.onto
+        )
     except SExprError as exc:
         out["error"] = f"bad S-expression: {exc}"
     return out
@@ -111,13 +140,12 @@ def _emit(rows: list[dict[str, Any]] | Iterator[dict[str, Any]], out: str | None
 
 def _to_sparql(args: argparse.Namespace) -> int:
     _check_args(args)
-    keep_ties = not args.no_ties
     if args.expr:
         semantics = args.semantics or "exclude-topic"
-        print(sexpr_to_sparql(args.expr, semantics=semantics, keep_ties=keep_ties))
+        print(sexpr_to_sparql(args.expr, semantics=semantics, ties=args.ties, ontology=args.onto))
         return 0
     jobs = _read_batch(args.batch, args.semantics or "exclude-topic")
-    _emit([_convert(j, keep_ties) for j in jobs], args.out)
+    _emit([_convert(j, args) for j in jobs], args.out)
     return 0
 
 
@@ -126,7 +154,6 @@ def _run(args: argparse.Namespace) -> int:
     from kbqa_lit.tools.common import check_reachable
 
     _check_args(args)
-    keep_ties = not args.no_ties
     store = open_store(
         args.store,
         timeout=args.timeout,
@@ -135,7 +162,7 @@ def _run(args: argparse.Namespace) -> int:
     check_reachable(store)  # an endpoint that is down: one line on stderr, exit 2 (not an error per row)
     if args.expr:
         job = {"qid": None, "s_expression": args.expr, "semantics": args.semantics or "exclude-topic"}
-        row = _execute(store, _convert(job, keep_ties))
+        row = _execute(store, _convert(job, args))
         if "error" in row:
             if row["error"].startswith("bad S-expression"):
                 raise SExprError(row["error"][len("bad S-expression: ") :])
@@ -143,7 +170,7 @@ def _run(args: argparse.Namespace) -> int:
             return 1
         print_json({"s_expression": args.expr, "answers": row["answers"]})
         return 0
-    jobs = [_convert(j, keep_ties) for j in _read_batch(args.batch, args.semantics or "exclude-topic")]
+    jobs = [_convert(j, args) for j in _read_batch(args.batch, args.semantics or "exclude-topic")]
     with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
         rows = list(pool.map(lambda j: _execute(store, j), jobs))
     _emit(rows, args.out)

@@ -155,7 +155,7 @@ def test_cwq_original_answers_and_errors(tmp_path):
     (ex,) = read_cwq(write(tmp_path, "cwq.json", json.dumps([record])))
     assert ex.answers == [Answer("m.0abc", "Abc", "entity"), Answer("1990", "1990", "literal")]
     assert ex.meta["answer_aliases"] == {"m.0abc": ["ABC", "A.B.C."]}
-    assert ex.s_expression is None and ex.meta["semantics"] == "exclude-topic"
+    assert ex.s_expression is None and ex.meta["semantics"] == "exclude-source"
     no_answers = {k: v for k, v in record.items() if k != "answers"}
     path = write(tmp_path, "cwq_bad.jsonl", json.dumps(record) + "\n" + json.dumps(no_answers) + "\n")
     with pytest.raises(DataFormatError, match=r"cwq_bad.jsonl:2: missing required field 'answers'"):

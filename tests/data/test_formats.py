@@ -82,7 +82,7 @@ def test_webqsp_sexpr_variant():
 
 def test_cwq_test_part():
     examples = list(read_cwq(data_file("cwq", "cwq_test_part.json")))
-    _check_common(examples, "cwq", "exclude-topic")
+    _check_common(examples, "cwq", "exclude-source")
     assert len(examples) == 1765
     assert sum(ex.s_expression is None for ex in examples) == 55
     assert sum(len(ex.answers) for ex in examples) == 3455
@@ -100,7 +100,7 @@ def test_cwq_test_part():
 
 def test_grailqa_dev():
     examples = list(read_grailqa(data_file("grailqa", "grailqa_dev.jsonl")))
-    _check_common(examples, "grailqa", "exclude-topic")
+    _check_common(examples, "grailqa", "distinct-nodes")
     assert len(examples) == 3745
     assert sum(len(ex.answers) for ex in examples) == 29502
     assert Counter(a.kind for ex in examples for a in ex.answers) == {"entity": 29242, "literal": 260}

@@ -30,6 +30,7 @@ from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.errors import StoreError
 from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.kb.normalize import invert_labels, normalize_sexpr
+from kbqa_lit.kb.ontology import Ontology
 from kbqa_lit.kb.sexpr import Atom, map_atoms, parse_sexpr, schema_items
 from kbqa_lit.kb.sparql import sexpr_to_sparql
 from kbqa_lit.kb.store import EndpointStore, OxigraphStore
@@ -91,6 +92,10 @@ PROBE_NT = "\n".join(
         _nt("m.a", f"{P}.stint.from", f'"1990"^^<{XSD}gYear>'),
         _nt("m.b", f"{P}.stint.from", f'"2001"^^<{XSD}gYear>'),
         _nt("m.b", f"{P}.stint.to", f'"2012-06-30"^^<{XSD}date>'),
+        _nt("m.a", f"{P}.rank", '"10"'),
+        _nt("m.b", f"{P}.rank", f'"9"^^<{XSD}integer>'),
+        _nt("m.c", f"{P}.rank", f'"8"^^<{XSD}integer>'),
+        _nt("m.a", "kg.object_profile.prominent_type", f"<{NS}{P}>"),
     ]
 )
 
@@ -171,6 +176,14 @@ PROBE_CASES = [
     (f"(TC {P} {P}.stint.from 2005)", {"m.a", "m.b", "m.c", "m.d"}),
     (f"(TC {P} {P}.stint.from 2013)", {"m.a", "m.c", "m.d"}),
     (f"(TC {P} {P}.stint.from NOW)", {"m.a", "m.c", "m.d"}),
+    # issue 13: casts by datatype (a numeric string, mixed date types), dates by day, class nodes
+    (f"(ARGMAX {P} {P}.rank)", {"m.a"}),
+    (f"(ARGMIN {P} {P}.rank)", {"m.c"}),
+    (f"(gt {P}.rank 9)", {"m.a"}),
+    (f"(gt {P}.date_of_birth 1970^^{XSD}dateTime)", {"m.a", "m.c"}),
+    (f"(le {P}.date_of_birth 1970-05-01^^{XSD}date)", {"m.b", "m.c", "m.d"}),
+    (f"(JOIN kg.object_profile.prominent_type {P})", {"m.a"}),
+    (f"(ARGMAX (JOIN (R {P}.spouse) m.a) {P}.height_meters)", {"m.b"}),
 ]
 
 
@@ -291,9 +304,11 @@ def test_other_semantics_and_argmax_without_ties_agree(
     mismatches = []
     for ex in examples[::3]:
         assert ex.s_expression
-        variants = [sexpr_to_sparql(ex.s_expression, semantics=s) for s in ("simple-path", "plain")]
+        others = ("simple-path", "plain", "exclude-source", "distinct-nodes")
+        variants = [sexpr_to_sparql(ex.s_expression, semantics=s) for s in others]
         if ex.s_expression.startswith(("(ARGMAX", "(ARGMIN")) and len(ex.answers) == 1:
-            variants.append(sexpr_to_sparql(ex.s_expression, semantics=ex.semantics, keep_ties=False))
+            variants.append(sexpr_to_sparql(ex.s_expression, semantics=ex.semantics, ties="first"))
+            variants.append(sexpr_to_sparql(ex.s_expression, semantics=ex.semantics, ties="all"))
         for sparql in variants:
             on_vi, on_ox = virtuoso.execute(sparql), oxigraph.execute(sparql)
             if not (on_vi.ok and on_ox.ok and set(on_vi.answers) == set(on_ox.answers)):
@@ -310,6 +325,40 @@ def test_probe_literals_dialect(sexpr: str, expected: set[str], probe_stores: tu
     assert on_ox.ok and set(on_ox.answers) == expected, on_ox
     assert on_vi.ok, on_vi.error
     assert set(on_vi.answers) == expected, f"Virtuoso {on_vi.answers} vs Oxigraph {on_ox.answers}\n{sparql}"
+
+
+#: Ranges for the probe KB's relations (spouse deliberately typed as a number: IRIs must not break casts).
+PROBE_RANGES = Ontology(
+    ranges={
+        f"{P}.rank": "type.int",
+        f"{P}.height_meters": "type.float",
+        f"{P}.date_of_birth": "type.datetime",
+        f"{P}.spouse": "type.int",
+    }
+)
+RANGE_CASES = [
+    (f"(ARGMAX {P} {P}.rank)", {"m.a"}),
+    (f"(ARGMIN {P} {P}.rank)", {"m.c"}),
+    (f"(gt {P}.rank 9)", {"m.a"}),
+    (f"(lt {P}.rank 9)", {"m.c"}),
+    (f"(ARGMAX {P} {P}.height_meters)", {"m.d"}),
+    (f"(gt {P}.height_meters 1.8)", {"m.a", "m.b", "m.d"}),
+    (f"(ARGMAX {P} {P}.date_of_birth)", {"m.a"}),
+    (f"(ARGMIN {P} {P}.date_of_birth)", {"m.d"}),
+    (f"(gt {P}.spouse 1)", set()),
+    (f"(ARGMAX {P} {P}.spouse)", {"m.a"}),
+]
+
+
+@pytest.mark.virtuoso
+@pytest.mark.parametrize(("sexpr", "expected"), RANGE_CASES)
+def test_casts_by_the_ontology_range_agree(sexpr: str, expected: set[str], probe_stores: tuple) -> None:
+    ox, vi = probe_stores
+    for ties in ("first", "all"):
+        sparql = sexpr_to_sparql(sexpr, ontology=PROBE_RANGES, ties=ties)
+        on_ox, on_vi = ox.execute(sparql), vi.execute(sparql)
+        assert on_ox.ok and set(on_ox.answers) == expected, on_ox
+        assert on_vi.ok and set(on_vi.answers) == expected, f"Virtuoso {on_vi}\n{sparql}"
 
 
 @pytest.mark.virtuoso

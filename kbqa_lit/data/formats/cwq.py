@@ -12,7 +12,8 @@ Records (a JSON list or JSON lines): ``ID``, ``question``, ``machine_question``,
 
 An answer id that is a Freebase entity id (``m.*``/``g.*``) gives ``kind="entity"``; any other
 value (a year, a number, a bare string) gives ``kind="literal"`` with id = name = the value.
-Every example has ``meta["dataset"] = "cwq"`` and ``meta["semantics"] = "exclude-topic"``.
+Every example has ``meta["dataset"] = "cwq"`` and ``meta["semantics"] =
+"exclude-source"`` (the answer differs from the node it is reached from).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from kbqa_lit.errors import DataFormatError
 from kbqa_lit.kb.iri import is_entity_id
 
 DATASET = "cwq"
-SEMANTICS = "exclude-topic"
+SEMANTICS = "exclude-source"
 
 
 def read_cwq(path: str | Path) -> Iterator[KBQAExample]:

@@ -11,8 +11,8 @@ optional here.
 - Topic entities are the ``graph_query`` nodes whose ``node_type`` is ``entity``
   (``{id: friendly_name}``).
 - ``meta`` keeps ``function``, ``level``, ``domains``, ``num_node``, ``num_edge`` (when present),
-  plus ``dataset = "grailqa"`` and ``semantics = "exclude-topic"``; ``sparql_query`` becomes the
-  example's ``sparql``.
+  plus ``dataset = "grailqa"`` and ``semantics = "distinct-nodes"`` (all query nodes pairwise
+  distinct); ``sparql_query`` becomes the example's ``sparql``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from kbqa_lit.data.schema import Answer, KBQAExample
 from kbqa_lit.errors import DataFormatError
 
 DATASET = "grailqa"
-SEMANTICS = "exclude-topic"
+SEMANTICS = "distinct-nodes"
 _META_FIELDS: tuple[tuple[str, type | tuple[type, ...]], ...] = (
     ("function", str),
     ("level", str),
