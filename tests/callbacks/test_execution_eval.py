@@ -18,7 +18,7 @@ from kbqa_lit.callbacks.execution_eval import ExecutionGuidedEval
 from kbqa_lit.callbacks.prediction_writer import PredictionWriter
 from tests.helpers.exec_eval_doubles import EXPECTED, EXPECTED_ROWS, FakeGenerator, TinyDataModule, build_kb
 
-DOUBLES = Path(__file__).with_name("exec_eval_doubles.py")
+DOUBLES = Path(__file__).resolve().parents[1] / "helpers" / "exec_eval_doubles.py"
 
 
 @pytest.fixture(scope="module")

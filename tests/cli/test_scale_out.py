@@ -157,6 +157,8 @@ def fragment(
                 "synthetic_seed": None,
                 "vocab_size": 600,
                 "eval_batch_size": 16,
+                "linking_store": str(base / "kb"),
+                "linking_build_from": None,
                 **data,
             }
         },

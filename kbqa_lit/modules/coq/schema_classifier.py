@@ -92,7 +92,7 @@ class SchemaClassifier(LightningModule):
         model_config: dict[str, Any] | None = None,
         tokenizer: Any = None,
         mode: Literal["joint", "separate"] = "joint",
-        shared_head: bool = True,
+        shared_head: bool = False,
         threshold: float = 0.5,
         learning_rate: float = 1e-3,
         weight_decay: float = 0.01,
