@@ -28,6 +28,7 @@ import torch
 from lightning.pytorch import LightningModule
 from lightning.pytorch.utilities import rank_zero_warn
 from transformers import (
+    LogitsProcessorList,
     PreTrainedTokenizerBase,
     T5Config,
     T5ForConditionalGeneration,
@@ -196,6 +197,7 @@ class MultitaskGenerator(LightningModule):
         num_beams: int = 5,
         num_return_sequences: int = 5,
         max_new_tokens: int = 128,
+        logits_processor: LogitsProcessorList | None = None,
     ) -> list[list[str]]:
         """Beam-search normalised S-expressions for the LF inputs of ``batch``.
 
@@ -204,6 +206,8 @@ class MultitaskGenerator(LightningModule):
             num_beams: Beam width.
             num_return_sequences: Beams returned per example (at most ``num_beams``).
             max_new_tokens: Longest generation.
+            logits_processor: Extra logits processors for this search (e.g. grammar-constrained
+                decoding), passed to ``generate`` as they are.
 
         Returns:
             Per example, ``num_return_sequences`` decoded texts in beam order (best first),
@@ -222,6 +226,7 @@ class MultitaskGenerator(LightningModule):
             num_return_sequences=n,
             max_new_tokens=max_new_tokens,
             **({"early_stopping": True} if num_beams > 1 else {}),
+            **({"logits_processor": logits_processor} if logits_processor is not None else {}),
         )
         return [texts[i * n : (i + 1) * n] for i in range(batch["input_ids"].shape[0])]
 
