@@ -38,16 +38,29 @@ class KBQALightningCLI(LightningCLI):
         parser.link_arguments("data.tokenizer", "model.init_args.tokenizer", apply_on="instantiate")
 
     def before_instantiate_classes(self) -> None:
-        """An oracle run (``data.init_args.linking: gold``) says so in its loggers' run names."""
+        """An oracle run (``linking: gold``, ``patterns: gold``) says so in its loggers' run names."""
         mark_oracle_run(self.config[self.subcommand] if self.subcommand else self.config)
 
 
-#: Appended to the run name of every logger of a run with gold linking.
+#: Appended to the run name of every logger of a run with gold linking (other gold inputs add theirs).
 ORACLE_RUN_SUFFIX = "-oracle-linking"
 
 
+def oracle_inputs_of(init: Any) -> list[str]:
+    """The gold inputs a datamodule's ``init_args`` give evaluation: ``linking``, ``patterns``."""
+    out = []
+    if _get(init, "linking") == "gold":
+        out.append("linking")
+    if _get(init, "patterns") == "gold":
+        out.append("patterns")
+    return out
+
+
 def mark_oracle_run(config: Any) -> bool:
-    """Append :data:`ORACLE_RUN_SUFFIX` to the loggers' ``name`` when the data links with the gold entities.
+    """Append ``-oracle-<inputs>`` to the loggers' ``name`` when evaluation sees gold inputs.
+
+    ``-oracle-linking`` (:data:`ORACLE_RUN_SUFFIX`) for gold linking, ``-oracle-patterns`` for the
+    generator's oracle patterns, ``-oracle-linking-patterns`` for both.
 
     Args:
         config: The subcommand's parsed config (a jsonargparse namespace).
@@ -55,17 +68,18 @@ def mark_oracle_run(config: Any) -> bool:
     Returns:
         Whether the run is an oracle run.
     """
-    init = _get(_get(config, "data"), "init_args")
-    if _get(init, "linking") != "gold":
+    inputs = oracle_inputs_of(_get(_get(config, "data"), "init_args"))
+    if not inputs:
         return False
+    suffix = "-oracle-" + "-".join(inputs)
     loggers = _get(_get(config, "trainer"), "logger")
     for logger in loggers if isinstance(loggers, list) else [loggers]:
         args = _get(logger, "init_args")
         if args is None:
             continue
         name = _get(args, "name")
-        if not str(name or "").endswith(ORACLE_RUN_SUFFIX):
-            args["name"] = f"{name or 'run'}{ORACLE_RUN_SUFFIX}"
+        if not str(name or "").endswith(suffix):
+            args["name"] = f"{name or 'run'}{suffix}"
     return True
 
 

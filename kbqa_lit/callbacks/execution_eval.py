@@ -565,10 +565,16 @@ class ExecutionGuidedEval(L.Callback):
 
 
 def metric_prefix(stage: str, trainer: L.Trainer) -> str:
-    """``val``/``test``/``predict``, under ``oracle/`` when the datamodule links with the gold entities."""
+    """``val``/``test``/``predict``, under ``oracle/`` when the datamodule feeds evaluation gold inputs.
+
+    Gold inputs are what the datamodule's ``oracle_inputs()`` names (gold linking, oracle
+    patterns); a datamodule without that method is an oracle when its ``linking`` is ``gold``.
+    """
     prefix = STAGES[stage][0]
-    linking = getattr(getattr(trainer, "datamodule", None), "linking", None)
-    return ORACLE_PREFIX + prefix if linking == "gold" else prefix
+    dm = getattr(trainer, "datamodule", None)
+    oracle_inputs = getattr(dm, "oracle_inputs", None)
+    oracle = bool(oracle_inputs()) if callable(oracle_inputs) else getattr(dm, "linking", None) == "gold"
+    return ORACLE_PREFIX + prefix if oracle else prefix
 
 
 def _unique_sorted(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:

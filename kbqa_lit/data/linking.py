@@ -14,7 +14,11 @@ may use, under one ``linking`` setting:
   such a run are logged under an ``oracle/`` prefix.
 
 In every mode but ``gold`` the view drops the gold-derived labels (``meta["entity_labels"]``,
-e.g. WebQSP's ``mid2name`` of the gold logical form). Gold answers and the gold S-expression stay
+e.g. WebQSP's ``mid2name`` of the gold logical form), and keeps a ``decomposition`` only when a
+predictor wrote it (``meta["decomposition_status"] == "ok"``, set by ``kbqa decompose`` with an
+LLM backend): a dataset's own decomposition (the synthetic world's ends with the gold answers)
+and ``kbqa decompose --source gold`` output (status ``gold``) are annotations, so ``gold`` is the
+only mode that lets them through. Gold answers and the gold S-expression stay
 on the view: they are what the prediction is scored against and what a validation loss is
 computed on, never an input.
 """
@@ -36,6 +40,8 @@ LINKING_MODES: tuple[str, ...] = ("predicted", "dataset-given", "gold")
 GOLD_META_KEYS: tuple[str, ...] = ("entity_labels",)
 #: The prefix of metrics measured with gold linking.
 ORACLE_PREFIX = "oracle/"
+#: ``meta["decomposition_status"]`` values of decompositions a predictor (an LLM) wrote.
+PREDICTED_DECOMPOSITION_STATUSES: tuple[str, ...] = ("ok",)
 
 
 class Linker(Protocol):
@@ -97,6 +103,13 @@ def predicted_entities(ex: KBQAExample, linker: Linker | None) -> dict[str, str]
     return {}
 
 
+def inference_decomposition(ex: KBQAExample) -> str | None:
+    """The example's decomposition when a predictor wrote it, else ``None`` (see the module docstring)."""
+    if ex.meta.get("decomposition_status") in PREDICTED_DECOMPOSITION_STATUSES:
+        return ex.decomposition
+    return None
+
+
 def inference_view(ex: KBQAExample, mode: str, linker: Linker | None = None) -> KBQAExample:
     """The example as inference may see it under ``mode`` (a copy; ``gold`` returns ``ex`` itself).
 
@@ -106,8 +119,9 @@ def inference_view(ex: KBQAExample, mode: str, linker: Linker | None = None) -> 
         linker: Links the question when the example carries no predicted entities.
 
     Returns:
-        An example whose ``topic_entities`` are the linked entities and whose meta holds no
-        gold-derived labels; ``meta["linking"]`` names the mode.
+        An example whose ``topic_entities`` are the linked entities, whose meta holds no
+        gold-derived labels and whose ``decomposition`` is a predicted one or ``None``;
+        ``meta["linking"]`` names the mode.
     """
     check_linking(mode)
     if mode == "gold":
@@ -115,7 +129,7 @@ def inference_view(ex: KBQAExample, mode: str, linker: Linker | None = None) -> 
     meta = {k: v for k, v in ex.meta.items() if k not in GOLD_META_KEYS}
     meta["linking"] = mode
     topics = dict(ex.topic_entities) if mode == "dataset-given" else predicted_entities(ex, linker)
-    return dataclasses.replace(ex, topic_entities=topics, meta=meta)
+    return dataclasses.replace(ex, topic_entities=topics, meta=meta, decomposition=inference_decomposition(ex))
 
 
 def linking_recall(views: list[KBQAExample], golds: list[KBQAExample]) -> float | None:
@@ -133,7 +147,9 @@ __all__ = [
     "LINKING_MODES",
     "Linker",
     "ORACLE_PREFIX",
+    "PREDICTED_DECOMPOSITION_STATUSES",
     "check_linking",
+    "inference_decomposition",
     "inference_view",
     "linking_recall",
     "predicted_entities",

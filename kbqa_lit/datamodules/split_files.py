@@ -175,7 +175,21 @@ class SplitFilesMixin:
 
     def linking_key(self) -> dict[str, Any]:
         """What the evaluation inputs depend on (part of the tokenised cache's key)."""
-        return {"linking": self.linking, "linking_store": self._linking_store, "linking_top_k": self._linking_top_k}
+        return {
+            "linking": self.linking,
+            "linking_store": self._linking_store,
+            "linking_top_k": self._linking_top_k,
+            "decomposition": "predicted-only" if self.linking != "gold" else "as-given",
+        }
+
+    def oracle_inputs(self) -> list[str]:
+        """The gold inputs validation, test and predict see (``[]`` for an honest run).
+
+        ``linking: gold`` hands the evaluation the gold topic entities (and the dataset's own
+        decompositions); a host may add its own (the generator's ``patterns: gold``). A run with
+        any of them logs its metrics under ``oracle/`` and names them in its run name.
+        """
+        return ["linking"] if self.linking == "gold" else []
 
     def _linker(self) -> Linker | None:
         """The surface-name linker over ``linking_store`` (built once; ``None`` without a store)."""

@@ -147,3 +147,29 @@ def test_predicted_linking_without_a_source_warns(world) -> None:
     with pytest.warns(UserWarning, match="gave no entity to any of the 6 test questions: set linking_store"):
         views = dm.examples("test")
     assert all(v.topic_entities == {} for v in views)  # the gold ones are not a fallback
+
+
+def test_oracle_patterns_are_an_oracle_and_say_so(world) -> None:
+    root = world["root"]
+    dm = _datamodule(world["gold"], root)
+    assert dm.oracle_inputs() == []
+    dm = GenerationDataModule(data_dir=str(world["gold"]), vocab_size=200, patterns="gold", linking="gold")
+    assert dm.oracle_inputs() == ["linking", "patterns"]
+    config = {"data": {"init_args": {"patterns": "gold"}}, "trainer": {"logger": {"init_args": {"name": "logs"}}}}
+    assert mark_oracle_run(config) and config["trainer"]["logger"]["init_args"]["name"] == "logs-oracle-patterns"
+    assert GenerationDataModule(data_dir=str(world["gold"])).hparams.patterns == "none"  # no oracle by default
+
+
+def test_gold_decompositions_never_reach_test_inputs(tmp_path: Path) -> None:
+    """The synthetic world's decompositions end with the gold answers: test inputs must not carry them."""
+    dm = GenerationDataModule(
+        data_dir=str(tmp_path / "syn"), synthetic_seed=0, vocab_size=300, use_decomposition=True, patterns="none",
+        linking="dataset-given",
+    )  # fmt: skip
+    golds, views = dm.gold_examples("test"), dm.examples("test")
+    assert all(g.decomposition for g in golds)  # the leak this guards against
+    assert all(v.decomposition is None for v in views)
+    texts = dm.tokenizer.batch_decode(list(dm.dataset("test").data["input_ids"][:50]), skip_special_tokens=False)
+    assert texts and all("[ANS]" not in t for t in texts)
+    train_texts = dm.tokenizer.batch_decode(dm.dataset("train").data["input_ids"][:20], skip_special_tokens=False)
+    assert any("[ANS]" in t for t in train_texts)  # training keeps the file's decompositions

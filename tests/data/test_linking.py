@@ -8,6 +8,7 @@ from kbqa_lit.data.entity_slots import mask_text, topic_slots
 from kbqa_lit.data.linking import (
     IndexLinker,
     check_linking,
+    inference_decomposition,
     inference_view,
     linking_recall,
     predicted_entities,
@@ -78,3 +79,17 @@ def test_slots_follow_the_question_not_the_entity_order() -> None:
                             "b": "Ada Lovelace", "c": "Nowhere"})  # fmt: skip
     assert topic_slots(ambiguous) == [("[E0]", "Ada Lovelace"), ("[E1]", "Nowhere")]
     assert mask_text(ambiguous.question, topic_slots(ambiguous)) == "Where was [E0] born?"
+
+
+def test_only_a_predicted_decomposition_reaches_inference() -> None:
+    gold_d = "[SUBQ] where was Ada Lovelace born? [ANS] London"  # a dataset's own: it ends with the answer
+    ex = gold_example()
+    ex.decomposition = gold_d
+    assert inference_view(ex, "predicted").decomposition is None
+    assert inference_view(ex, "dataset-given").decomposition is None
+    assert inference_view(ex, "gold").decomposition == gold_d  # the oracle sees everything
+    for status in ("gold", "failed", "none"):  # kbqa decompose --source gold, or nothing predicted
+        ex.meta["decomposition_status"] = status
+        assert inference_decomposition(ex) is None
+    ex.meta["decomposition_status"] = "ok"  # an LLM wrote it: a prediction
+    assert inference_view(ex, "predicted").decomposition == gold_d

@@ -42,6 +42,7 @@ from torch.utils.data import DataLoader
 from transformers import PreTrainedTokenizerBase
 
 from kbqa_lit.backbones.seq2seq import build_tokenizer
+from kbqa_lit.data.linking import inference_decomposition
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.datamodules.coq.classifier_inputs import (
     ENT_PREFIX,
@@ -125,6 +126,8 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
         num_candidates: ``l``, candidates per kind and example (10 in the paper).
         negative_seed: Seed of the sampled negatives (per example with the qid; deterministic).
         use_decomposition: Put the decomposition ``D`` in the items (false: "w/o decomposition").
+            Validation, test and predict items carry only a decomposition a predictor wrote
+            (``meta.decomposition_status: ok``), never the dataset's own or a gold-source one.
         max_entity_relations: At most this many relations listed in an entity item.
         tokenizer_name_or_path: Hub name or folder of the tokenizer (``t5-base``); ``None`` trains
             a BPE tokenizer on the training items, cached under ``<data_dir>/.tokenizer``.
@@ -248,14 +251,21 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
             self._candidates[key] = cands
         return self._candidates[key]
 
-    def _decomposition(self, ex: KBQAExample) -> str | None:
-        return ex.decomposition if self.hparams.use_decomposition else None
+    def _decomposition(self, ex: KBQAExample, split: str) -> str | None:
+        """``D`` of an item: the file's own in training, only a predicted one at evaluation and predict.
+
+        See :func:`~kbqa_lit.data.linking.inference_decomposition`: a gold decomposition never
+        reaches validation, test or predict items.
+        """
+        if not self.hparams.use_decomposition:
+            return None
+        return ex.decomposition if canonical_split(split) == "train" else inference_decomposition(ex)
 
     def example_texts(self, split: str, index: int) -> list[tuple[str, float, int]]:
         """``(text, label, task)`` of every item of one example: relations first, then entities."""
         ex = self.examples(split)[index]
         cands = self.candidates(split, index)
-        d = self._decomposition(ex)
+        d = self._decomposition(ex, split)
         gold_r, gold_e = set(gold_relations(ex)), set(gold_entities(ex))
         out = [(relation_text(ex.question, d, r), float(r in gold_r), REL_TASK) for r in cands.relations]
         refined = list(dict.fromkeys(gold_relations(ex) + refined_relations_of(ex)))
@@ -291,7 +301,7 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
                     "index": i,
                     "qid": ex.qid,
                     "question": ex.question,
-                    "decomposition": self._decomposition(ex),
+                    "decomposition": self._decomposition(ex, "predict"),
                     "relations": list(cands.relations),
                     "entities": [
                         [e, lab, list(cands.entity_relations.get(e, []))] for e, lab in cands.entities.items()

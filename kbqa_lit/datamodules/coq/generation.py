@@ -76,10 +76,14 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
             S-expressions and answers, cached under ``<data_dir>/.tokenizer``.
         vocab_size: Vocabulary size of a trained tokenizer.
         use_decomposition: Append the decomposition ``D`` to both inputs (false: the "w/o
-            decomposition" ablation).
-        patterns: Where the patterns ``P1..Pk`` come from: ``gold`` (``meta["gold_patterns"]``, else
-            the oracle (relation, entity) pairs of the gold S-expression), ``predicted``
-            (``meta["patterns"]``) or ``none`` (the "w/o patterns" ablation).
+            decomposition" ablation). Validation, test and predict inputs carry only a decomposition
+            a predictor wrote (``kbqa decompose`` with an LLM backend), never the dataset's own or a
+            ``--source gold`` one, unless ``linking: gold`` (see :mod:`kbqa_lit.data.linking`).
+        patterns: Where the patterns ``P1..Pk`` come from: ``predicted`` (``meta["patterns"]``,
+            written by the pattern stage; the paper's setting), ``none`` (the default and the "w/o
+            patterns" ablation) or ``gold`` (``meta["gold_patterns"]``, else the (relation,
+            entity) pairs of the gold S-expression: an oracle, so evaluation metrics are logged
+            under ``oracle/`` and the run name says ``oracle-patterns``).
         top_k_patterns: Put only the first ``top_k_patterns`` patterns of each example in the
             inputs (``PatternWriter`` stores them best first; the paper keeps 3 on WebQSP, 5 on
             CWQ); ``None`` keeps all an example carries.
@@ -121,7 +125,7 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
         tokenizer_name_or_path: str | None = None,
         vocab_size: int = 2000,
         use_decomposition: bool = True,
-        patterns: Literal["gold", "predicted", "none"] = "gold",
+        patterns: Literal["gold", "predicted", "none"] = "none",
         top_k_patterns: int | None = None,
         answer_task: bool = True,
         mask_entities: bool = False,
@@ -200,6 +204,10 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
 
     def _cache_root(self) -> Path:
         return Path(self.hparams.cache_dir).expanduser() if self.hparams.cache_dir else self._home() / ".cache"
+
+    def oracle_inputs(self) -> list[str]:
+        """Gold inputs of evaluation: ``linking`` (gold entities) and ``patterns`` (oracle patterns)."""
+        return super().oracle_inputs() + (["patterns"] if self.hparams.patterns == "gold" else [])
 
     def dataset(self, split: str) -> TokenizedSplit:
         """The tokenised ``split`` (loaded from the Arrow cache, or encoded and cached once)."""

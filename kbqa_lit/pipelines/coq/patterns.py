@@ -28,6 +28,7 @@ from typing import Any, Literal, Protocol
 
 from kbqa_lit.data.coq.classifier_texts import entity_item_relations
 from kbqa_lit.data.coq.generator_inputs import gold_patterns
+from kbqa_lit.data.linking import inference_decomposition
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.iri import iri, is_entity_id, local_id
@@ -227,7 +228,7 @@ class PatternSelector:
             return [{"relation": r, "entity": e, "label": labels.get(e), "score": None} for r, e in pairs[: self.top_k]]
         if scorer is None:
             raise UserInputError("pattern mode 'scored' needs a scorer (the schema classifier)")
-        d = ex.decomposition if use_decomposition else None
+        d = inference_decomposition(ex) if use_decomposition else None  # never a gold decomposition
         scores = pattern_scores(
             ex.question, d, pairs, scorer, labels, entity_relations, list(relations), self.max_entity_relations
         )
