@@ -44,20 +44,36 @@ def _named_ids(examples: list[KBQAExample]) -> list[KBQAExample]:
     return out
 
 
-def _strip(ex: KBQAExample) -> KBQAExample:
+def _strip(ex: KBQAExample, answers: bool = True) -> KBQAExample:
+    """``ex`` without its gold inputs: topic entities, gold-form labels, decomposition, S-expression, SPARQL
+    (and the gold answers unless ``answers``: those are what a prediction is scored against)."""
     meta = {k: v for k, v in ex.meta.items() if k != "entity_labels"}
-    return dataclasses.replace(ex, topic_entities={}, meta=meta)
+    return dataclasses.replace(
+        ex,
+        topic_entities={},
+        meta=meta,
+        decomposition=None,
+        s_expression=None,
+        sparql=None,
+        answers=ex.answers if answers else [],
+    )
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("nogold")
-    train, test = _named_ids(born_in(12, padded=True)), _named_ids(born_in(6, offset=2, prefix="t"))
+    train = _named_ids(born_in(12, padded=True, decomposition=True))
+    test = _named_ids(born_in(6, offset=2, prefix="t", decomposition=True))  # gold decompositions end with the answer
     for ex in test:  # gold-form labels a linker could never produce
         ex.meta["entity_labels"] = {"m.gold_only": "Gold Only Person"}
     (root / "kb.nt").write_text(_kb(train + test), encoding="utf-8")
     dirs = {}
-    for name, rows in {"gold": test, "stripped": [_strip(ex) for ex in test]}.items():
+    variants = {
+        "gold": test,
+        "stripped": [_strip(ex) for ex in test],
+        "bare": [_strip(ex, answers=False) for ex in test],
+    }
+    for name, rows in variants.items():
         d = root / name
         d.mkdir()
         write_jsonl(train, d / "train.jsonl")
@@ -72,7 +88,7 @@ def _datamodule(data_dir: Path, root: Path, linking: str = "predicted") -> Gener
     return GenerationDataModule(
         data_dir=str(data_dir),
         vocab_size=200,
-        use_decomposition=False,
+        use_decomposition=True,
         patterns="none",
         mask_entities=True,
         linking=linking,
@@ -118,6 +134,9 @@ def test_gold_fields_in_the_test_file_change_nothing(world) -> None:
     assert all(r["linking"] == "predicted" for r in with_gold.last_rows)
     # the gold file's scores are real scores (gold answers stay for scoring); the stripped file has the same answers
     assert with_gold.last_metrics["f1"] == pytest.approx(without.last_metrics["f1"])
+    bare_dm = _datamodule(world["bare"], root)  # no gold answers either: the same predictions, nothing to score
+    bare = _test(bare_dm, root, "bare")
+    assert [[r[k] for k in keys] for r in bare.last_rows] == [[r[k] for k in keys] for r in with_gold.last_rows]
 
 
 def test_gold_linking_is_an_oracle_and_says_so(world) -> None:
