@@ -1,0 +1,678 @@
+"""A word-level incremental grammar of *normalised* S-expressions, for constrained decoding.
+
+A generator writes normalised S-expressions (:mod:`kbqa_lit.kb.normalize`) word by word:
+``( join [ people , person , place of birth ] [E0] )``. :class:`SExprGrammar` follows those words
+with a pushdown automaton and says, after any prefix, which next words are allowed
+(:meth:`~SExprGrammar.options`: closed words plus open word classes such as "a number"), what a
+word leads to (:meth:`~SExprGrammar.step`, ``None`` when it is not allowed) and whether the
+expression is complete (:meth:`~SExprGrammar.complete`; only then may generation stop, and
+nothing may follow the end). It checks what :func:`kbqa_lit.kb.sexpr.parse_sexpr` checks:
+balanced parentheses, each operator's arity and the kind of each argument (a set, a relation,
+``( reverse relation )``, a relation path of ``ARGMAX``/comparisons, a literal), bracket content
+that spells a schema id where a relation or class stands, literals as the normaliser writes them
+(``13``, ``1998 year``, ``2008-07-08 date``, ``1.0 float``, ``"Young Forrest"``, ``NOW``).
+
+States are immutable and hashable, so a caller may cache anything by state. The token-level
+side (a ``transformers`` logits processor) is :mod:`kbqa_lit.backbones.constrained`.
+
+Rule sets decide what may stand in brackets (and as bare entity words such as the slots
+``[E0]``) for each role ``relation``, ``class``, ``entity`` and ``literal``:
+
+- :class:`BaseRules`: any schema id for relations and classes, any label for entities, the
+  given bare entity words (slot tokens), literals;
+- :class:`SchemaRules`: relations (and, when given, classes) from an inventory of schema ids;
+- :class:`EntityRules`: entity labels from a given list (a question's linked candidates) plus
+  its slot tokens.
+
+``SExprGrammar([BaseRules(...), SchemaRules(...), EntityRules(...)])`` asks the rules from the
+last to the first; the first that answers for a role (returns a :class:`RoleVocab`, not
+``None``) decides it. A stricter rule set is one more object with the same method
+``vocab(role, context)``: ``context`` holds the enclosing calls, innermost last, each as
+``(operator, items)`` where ``items`` are ``(argument index, role, text)`` of the atoms already
+written in that call. FC-KBQA's KB-connected pairs, for instance, return for ``entity`` inside
+``( join [ r ] ...`` only the entities connected to ``r`` (a :class:`PhraseVocab`), and ``None``
+elsewhere; set ``context_free = False`` on such a rule so the grammar does not cache its answer
+per role alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Protocol
+
+from kbqa_lit.kb.normalize import DATATYPE_WORDS, OPERATOR_WORDS, _label_usable, schema_to_words
+from kbqa_lit.kb.sexpr import NUMBER_RE
+
+State = Hashable
+Context = tuple[tuple[str, tuple[tuple[int, str, str], ...]], ...]
+
+
+@dataclass(frozen=True)
+class OpenWord:
+    """An open class of words (numbers, free bracket text...), checked character by character.
+
+    Attributes:
+        name: A short name (``number``, ``label``...).
+        chars: A regex character class every character of such a word belongs to.
+        prefix: Fullmatches every prefix that can still grow into such a word.
+        word: Fullmatches a complete word.
+        free: A valid non-empty prefix stays valid when extended by characters of ``chars`` (only
+            a word's start needs ``prefix``).
+    """
+
+    name: str
+    chars: str
+    prefix: re.Pattern[str]
+    word: re.Pattern[str]
+    free: bool = False
+
+
+def _open(name: str, chars: str, prefix: str | None = None, word: str | None = None, free: bool = True) -> OpenWord:
+    return OpenWord(name, chars, re.compile(prefix or f"{chars}*"), re.compile(word or f"{chars}+"), free)
+
+
+SCHEMA_HEAD = _open("schema-head", "[A-Za-z0-9_]", r"(?:[A-Za-z_][A-Za-z0-9_]*)?", r"[A-Za-z_][A-Za-z0-9_]*")
+SCHEMA_WORD = _open("schema-word", "[A-Za-z0-9_]")
+SCHEMA_TAIL = _open("schema-tail", "[A-Za-z0-9_-]")
+LABEL_WORD = _open("label", r"\S", r"(?:[^\]\s]\S*)?", r"[^\]\s]\S*")
+VALUE = _open("value", r"[0-9.:+\-eETZ]", r"(?:[+-]?[0-9.][0-9.:+\-eETZ]*|[+-])?", r"[+-]?[0-9.][0-9.:+\-eETZ]*", False)
+QUOTED = _open("quoted", r"\S", r'(?:"\S*)?', r'"\S*')
+ANY_WORD = _open("any", r"\S")
+_QUOTED_DONE = re.compile(r'"(?:[^"\\]|\\.)*"(?:@[A-Za-z]+(?:-[A-Za-z0-9]+)*|\^\^[^\s()]+)?')
+_QUOTED_OPEN = re.compile(r'"(?:[^"\\]|\\.)*\\?')
+
+
+@dataclass(frozen=True)
+class WordOptions:
+    """What may come next: closed words and open word classes.
+
+    Attributes:
+        words: Allowed words, exactly.
+        open: Allowed open word classes (any word of the class may be allowed; :meth:`SExprGrammar.step` decides).
+    """
+
+    words: frozenset[str] = frozenset()
+    open: tuple[OpenWord, ...] = ()
+
+    def __or__(self, other: WordOptions) -> WordOptions:
+        return _options(self.words | other.words, tuple(dict.fromkeys(self.open + other.open)))
+
+
+@lru_cache(maxsize=65536)
+def _options(words: frozenset[str], open_: tuple[OpenWord, ...] = ()) -> WordOptions:
+    """One shared object per distinct option set (cheap equality and hashing for caches)."""
+    return WordOptions(words, open_)
+
+
+NONE = _options(frozenset())
+
+
+# --------------------------------------------------------------------------- bracket vocabularies
+
+
+class Vocab(Protocol):
+    """What may stand between ``[`` and ``]``, word by word (cursor states are hashable)."""
+
+    def start(self) -> Hashable:
+        """The cursor before the first word."""
+        ...
+
+    def options(self, cur: Hashable) -> WordOptions:
+        """Words allowed after ``cur`` (``]`` is added by the grammar)."""
+        ...
+
+    def step(self, cur: Hashable, word: str) -> Hashable | None:
+        """The cursor after ``word``, or ``None``."""
+        ...
+
+    def accepts(self, cur: Hashable) -> bool:
+        """Whether the content may end here."""
+        ...
+
+
+class PhraseVocab:
+    """A closed set of phrases (relation words, entity labels) as a word trie.
+
+    Args:
+        phrases: Bracket contents, e.g. ``people , person , place of birth`` or ``Justin Bieber``.
+    """
+
+    def __init__(self, phrases: Iterable[str]) -> None:
+        self._children: list[dict[str, int]] = [{}]
+        self._final: list[bool] = [False]
+        self._opts: dict[int, WordOptions] = {}
+        for phrase in phrases:
+            words = phrase.split()
+            if not words or "]" in words:
+                continue
+            node = 0
+            for w in words:
+                nxt = self._children[node].get(w)
+                if nxt is None:
+                    nxt = len(self._children)
+                    self._children[node][w] = nxt
+                    self._children.append({})
+                    self._final.append(False)
+                node = nxt
+            self._final[node] = True
+
+    def __len__(self) -> int:
+        return sum(self._final)
+
+    def start(self) -> int:
+        """The trie's root."""
+        return 0
+
+    def options(self, cur: Hashable) -> WordOptions:
+        """The words that continue some phrase."""
+        node = int(cur)  # type: ignore[call-overload]
+        if node not in self._opts:
+            self._opts[node] = _options(frozenset(self._children[node]))
+        return self._opts[node]
+
+    def step(self, cur: Hashable, word: str) -> int | None:
+        """The trie node after ``word``."""
+        return self._children[int(cur)].get(word)  # type: ignore[call-overload]
+
+    def accepts(self, cur: Hashable) -> bool:
+        """Whether a phrase ends here."""
+        return self._final[int(cur)]  # type: ignore[call-overload]
+
+
+class FreeSchema:
+    """Any schema id written as words: ``segment , segment ...`` (two segments or more)."""
+
+    _HEAD, _MORE, _TAIL, _COMMA = (
+        _options(frozenset(), (SCHEMA_HEAD,)),
+        _options(frozenset({","}), (SCHEMA_WORD,)),
+        _options(frozenset({","}), (SCHEMA_TAIL,)),
+        _options(frozenset(), (SCHEMA_TAIL,)),
+    )
+
+    def start(self) -> tuple[int, int, str]:
+        """(segments done, words in this segment, first word of the id)."""
+        return (0, 0, "")
+
+    def options(self, cur: Hashable) -> WordOptions:
+        """Segment words and the ``,`` between segments."""
+        seg, n, _ = cur  # type: ignore[misc]
+        if n == 0:
+            return self._HEAD if seg == 0 else self._COMMA
+        return self._MORE if seg == 0 else self._TAIL
+
+    def step(self, cur: Hashable, word: str) -> tuple[int, int, str] | None:
+        """The cursor after one word, or ``None`` when the words no longer spell a schema id."""
+        seg, n, first = cur  # type: ignore[misc]
+        if word == ",":
+            return (seg + 1, 0, first) if n else None
+        pattern = SCHEMA_HEAD.word if (seg, n) == (0, 0) else SCHEMA_WORD.word if seg == 0 else SCHEMA_TAIL.word
+        if not pattern.fullmatch(word) or (seg > 0 and n == 0 and word.startswith("-")):
+            return None
+        if seg == 0:
+            first = word if n == 0 else "_"  # "_": the first segment has several words
+        return (seg, n + 1, first)
+
+    def accepts(self, cur: Hashable) -> bool:
+        """Two segments or more, the last not empty, and not an entity id (``m , x``)."""
+        seg, n, first = cur  # type: ignore[misc]
+        return seg >= 1 and n > 0 and not (seg == 1 and first in ("m", "g"))
+
+
+class FreeLabel:
+    """Any entity label (or id): one word or more, none of them ``,`` or starting with ``]``."""
+
+    _OPTS = _options(frozenset(), (LABEL_WORD,))
+
+    def start(self) -> int:
+        """Words so far (capped at 1)."""
+        return 0
+
+    def options(self, cur: Hashable) -> WordOptions:
+        """Any label word."""
+        return self._OPTS
+
+    def step(self, cur: Hashable, word: str) -> int | None:
+        """``None`` for ``,`` and words that start with ``]`` (they could close the bracket)."""
+        return None if word == "," or word.startswith("]") else 1
+
+    def accepts(self, cur: Hashable) -> bool:
+        """At least one word."""
+        return cur == 1
+
+
+@dataclass(frozen=True)
+class RoleVocab:
+    """What a rule allows for one role.
+
+    Attributes:
+        brackets: Alternatives for ``[ ... ]`` content (an empty tuple: no brackets).
+        bare: Words that stand alone for the role (slot tokens ``[E0]``... for entities).
+        literals: Literals are allowed (role ``literal``).
+    """
+
+    brackets: tuple[Any, ...] = ()
+    bare: frozenset[str] = frozenset()
+    literals: bool = False
+
+
+class BaseRules:
+    """Structure only: any schema id, any label, the given bare entity words, any literal.
+
+    Args:
+        bare_entities: Words that stand for an entity by themselves (the slot tokens ``[E0]``...).
+    """
+
+    context_free = True
+
+    def __init__(self, bare_entities: Iterable[str] = ()) -> None:
+        schema = (FreeSchema(),)
+        self._vocab = {
+            "relation": RoleVocab(schema),
+            "class": RoleVocab(schema),
+            "entity": RoleVocab((FreeLabel(),), frozenset(bare_entities)),
+            "literal": RoleVocab(literals=True),
+        }
+
+    def vocab(self, role: str, context: Context) -> RoleVocab | None:
+        """The free vocabulary of ``role``."""
+        return self._vocab.get(role)
+
+
+class SchemaRules:
+    """Relations (and classes, when given) restricted to an inventory of schema ids.
+
+    Args:
+        relations: Relation ids (``people.person.place_of_birth``), e.g. a store's
+            :class:`~kbqa_lit.kb.relation_inventory.RelationInventory`.
+        classes: Class ids; ``None`` leaves classes to the earlier rules.
+    """
+
+    context_free = True
+
+    def __init__(self, relations: Iterable[str], classes: Iterable[str] | None = None) -> None:
+        rels = PhraseVocab(schema_to_words(r) for r in relations)
+        self._vocab = {"relation": RoleVocab((rels,) if len(rels) else ())}
+        if classes is not None:
+            found = PhraseVocab(schema_to_words(c) for c in classes)
+            self._vocab["class"] = RoleVocab((found,) if len(found) else ())
+
+    def vocab(self, role: str, context: Context) -> RoleVocab | None:
+        """The inventory's vocabulary for ``relation`` (and ``class``)."""
+        return self._vocab.get(role)
+
+
+def entity_bracket(entity_id: str, label: str | None) -> str:
+    """What the normaliser writes in brackets for an entity: its label when usable, else its id."""
+    return label if _label_usable(label) else entity_id  # type: ignore[return-value]
+
+
+class EntityRules:
+    """Entity brackets restricted to given labels, plus the given bare words (slot tokens).
+
+    Args:
+        labels: Bracket contents as the normaliser writes them (a usable label, else the id).
+        bare: Slot tokens of the question (``[E0]``...).
+    """
+
+    context_free = True
+
+    def __init__(self, labels: Iterable[str], bare: Iterable[str] = ()) -> None:
+        phrases = [" ".join(str(label).split()) for label in labels]
+        vocab = PhraseVocab(p for p in phrases if p)
+        self._vocab = RoleVocab((vocab,) if len(vocab) else (), frozenset(bare))
+
+    def vocab(self, role: str, context: Context) -> RoleVocab | None:
+        """The given labels and slots for ``entity``."""
+        return self._vocab if role == "entity" else None
+
+
+# --------------------------------------------------------------------------- the grammar
+
+# Argument kinds: what may stand at an argument position.
+EXPR, REL, RELATION, ARG, RELPATH, RELPATH_NO_R, LITERAL = "expr", "rel", "relation", "arg", "relpath", "path", "lit"
+_SET_OPS = ("and", "join", "count", "argmax", "argmin", "less", "greater", "time")
+#: Operator words after ``(`` allowed for each kind of argument.
+_OPS_FOR: dict[str, tuple[str, ...]] = {
+    EXPR: _SET_OPS,
+    ARG: _SET_OPS,
+    REL: ("reverse",),
+    RELPATH: ("reverse", "join"),
+    RELPATH_NO_R: ("join",),
+}
+#: Bracket roles for each kind of argument.
+_BRACKET_ROLES: dict[str, tuple[str, ...]] = {
+    EXPR: ("class",),
+    ARG: ("class", "entity"),
+    REL: ("relation",),
+    RELATION: ("relation",),
+    RELPATH: ("relation",),
+    RELPATH_NO_R: ("relation",),
+}
+_OP_FROM_WORDS = {words: op for op, words in OPERATOR_WORDS.items()}
+_TWO_WORD = {"less": ("than", "equal"), "greater": ("than", "equal"), "time": ("constraint",)}
+#: Operator → (kinds of the arguments, the last repeating when max is None; min; max).
+_SIGNATURES: dict[str, tuple[tuple[str, ...], int, int | None]] = {
+    "AND": ((EXPR,), 2, None),
+    "JOIN": ((REL, ARG), 2, 2),
+    "JOIN@path": ((REL, RELPATH_NO_R), 2, 2),
+    "R": ((RELATION,), 1, 1),
+    "COUNT": ((EXPR,), 1, 1),
+    "ARGMAX": ((EXPR, RELPATH), 2, 2),
+    "ARGMIN": ((EXPR, RELPATH), 2, 2),
+    **{cmp: ((RELPATH, LITERAL), 2, 2) for cmp in ("lt", "le", "gt", "ge")},
+    "TC": ((EXPR, REL, LITERAL), 3, 3),
+}
+#: Datatype phrases after a literal's value (the normaliser's words, plus ``boolean``).
+DATATYPE_PHRASES: tuple[str, ...] = (*DATATYPE_WORDS.values(), "boolean")
+
+# A frame is (signature key, arguments done, items); the state is (frames, mode).
+# Modes: ("arg",) before an argument; ("op", kind) after "("; ("op2", kind, head) after a two-word
+# operator's head; ("br", (role, vocab, cursor) alternatives, text) in brackets; ("num",) after a bare number;
+# ("val",) after a value that needs a datatype; ("dt", node) in a datatype phrase; ("q", text) in a
+# quoted literal; ("done",) after the end.
+
+
+class SExprGrammar:
+    """The incremental grammar (see the module docstring).
+
+    Args:
+        rules: Rule sets, asked from the last to the first per role (default: ``[BaseRules()]``).
+        datatypes: Datatype phrases allowed after literal values.
+    """
+
+    def __init__(self, rules: Sequence[Any] | None = None, datatypes: Iterable[str] = DATATYPE_PHRASES) -> None:
+        self.rules = list(rules) if rules else [BaseRules()]
+        self.context_free = all(getattr(r, "context_free", False) for r in self.rules)
+        self._datatypes = PhraseVocab(datatypes)
+        self._vocab_cache: dict[tuple[str, Context], RoleVocab] = {}
+        self._opts_cache: dict[Hashable, WordOptions] = {}
+
+    # -- public API ----------------------------------------------------------------------
+    def start(self) -> State:
+        """The state before the first word."""
+        return ((), ("arg",))
+
+    def complete(self, state: State) -> bool:
+        """Whether the words so far are a whole S-expression (generation may stop)."""
+        return state[1][0] == "done"  # type: ignore[index]
+
+    def accepts(self, words: Iterable[str]) -> bool:
+        """Whether ``words`` (e.g. ``text.split()``) are a complete normalised S-expression."""
+        state: State | None = self.start()
+        for w in words:
+            state = self.step(state, w)
+            if state is None:
+                return False
+        return self.complete(state)
+
+    def vocab(self, role: str, context: Context) -> RoleVocab:
+        """The rules' vocabulary for ``role`` in ``context`` (the last rule that answers)."""
+        key = (role, () if self.context_free else context)
+        found = self._vocab_cache.get(key)
+        if found is None:
+            found = RoleVocab()
+            for rule in reversed(self.rules):
+                answer = rule.vocab(role, context)
+                if answer is not None:
+                    found = answer
+                    break
+            self._vocab_cache[key] = found
+        return found
+
+    def options(self, state: State) -> WordOptions:
+        """The words allowed after ``state``."""
+        frames, mode = state  # type: ignore[misc]
+        kind = mode[0]
+        if kind == "arg":
+            return self._arg_options(frames)
+        if kind == "op":
+            return _options(frozenset(_OPS_FOR[mode[1]]))
+        if kind == "op2":
+            return _options(frozenset(_TWO_WORD[mode[2]]))
+        if kind == "br":
+            key = ("br", mode[1])
+            if key not in self._opts_cache:
+                opts = NONE
+                for _, vocab, cur in mode[1]:
+                    opts = opts | vocab.options(cur)
+                    if vocab.accepts(cur):
+                        opts = opts | _options(frozenset({"]"}))
+                self._opts_cache[key] = opts
+            return self._opts_cache[key]
+        if kind == "num":
+            return self._datatypes.options(0) | self.options(self._close_atom(frames, ("literal", mode[1])))
+        if kind == "val":
+            return self._datatypes.options(0)
+        if kind == "dt":
+            opts = self._datatypes.options(mode[1])
+            if self._datatypes.accepts(mode[1]):
+                opts = opts | self.options(self._close_atom(frames, ("literal", mode[2])))
+            return opts
+        if kind == "q":
+            return _options(frozenset(), (ANY_WORD,))
+        return NONE
+
+    def step(self, state: State | None, word: str) -> State | None:
+        """The state after ``word``, or ``None`` when ``word`` is not allowed."""
+        if state is None:
+            return None
+        frames, mode = state  # type: ignore[misc]
+        kind = mode[0]
+        if kind == "arg":
+            return self._step_arg(frames, word)
+        if kind == "op":
+            if word not in _OPS_FOR[mode[1]]:
+                return None
+            if word in _TWO_WORD:
+                return (frames, ("op2", mode[1], word))
+            return self._push(frames, _OP_FROM_WORDS[word], mode[1])
+        if kind == "op2":
+            return (
+                self._push(frames, _OP_FROM_WORDS[f"{mode[2]} {word}"], mode[1]) if word in _TWO_WORD[mode[2]] else None
+            )
+        if kind == "br":
+            return self._step_bracket(frames, mode, word)
+        if kind == "num":
+            nxt = self._datatypes.step(0, word)
+            if nxt is not None:
+                return (frames, ("dt", nxt, mode[1]))
+            return self.step(self._close_atom(frames, ("literal", mode[1])), word)
+        if kind == "val":
+            nxt = self._datatypes.step(0, word)
+            return None if nxt is None else (frames, ("dt", nxt, mode[1]))
+        if kind == "dt":
+            nxt = self._datatypes.step(mode[1], word)
+            if nxt is not None:
+                return (frames, ("dt", nxt, mode[2]))
+            if not self._datatypes.accepts(mode[1]):
+                return None
+            return self.step(self._close_atom(frames, ("literal", mode[2])), word)
+        if kind == "q":
+            return self._quoted(frames, f"{mode[1]} {word}")
+        return None
+
+    def closing(self, state: State | None, limit: int = 400) -> tuple[str, ...] | None:
+        """A short word sequence that completes ``state`` (``None``: none found).
+
+        Deterministic and cheap (one word at a time: close what may be closed, else fill the
+        cheapest argument: a bare entity word, ``0``, a bracket's shortest content); a decoder
+        follows it when its token budget runs out.
+        """
+        words: list[str] = []
+        while state is not None and not self.complete(state) and len(words) < limit:
+            word = self._closing_word(state)
+            if word is None:
+                return None
+            state = self.step(state, word)
+            words.append(word)
+        return tuple(words) if state is not None and self.complete(state) else None
+
+    def _closing_word(self, state: State) -> str | None:
+        frames, mode = state  # type: ignore[misc]
+        kind = mode[0]
+        if kind == "arg":
+            expected, may_close = self._expected(frames)
+            if may_close or expected is None:
+                return ")" if may_close else None
+            context = () if self.context_free else self._context(frames)
+            entity = self.vocab("entity", context)
+            if expected == ARG and entity.bare:
+                return min(entity.bare)
+            if expected in (ARG, LITERAL) and self.vocab("literal", context).literals:
+                return "0"
+            if any(self.vocab(r, context).brackets for r in _BRACKET_ROLES.get(expected, ())):
+                return "["
+            return "(" if expected in _OPS_FOR else None
+        if kind == "op":
+            return "join" if mode[1] in (EXPR, ARG) else _OPS_FOR[mode[1]][0]
+        if kind == "op2":
+            return _TWO_WORD[mode[2]][0]
+        if kind == "br":
+            if any(vocab.accepts(cur) for _, vocab, cur in mode[1]):
+                return "]"
+            return next((w for _, v, c in mode[1] if (w := _shortest_next(v, c)) is not None), None)
+        if kind in ("num", "dt") and (kind == "num" or self._datatypes.accepts(mode[1])):
+            return self._closing_word(self._close_atom(frames, ("literal", mode[-1])))
+        if kind in ("val", "dt"):
+            return _shortest_next(self._datatypes, 0 if kind == "val" else mode[1])
+        return '"' if kind == "q" else None
+
+    # -- arguments -----------------------------------------------------------------------
+    def _expected(self, frames: tuple[Any, ...]) -> tuple[str | None, bool]:
+        """The kind of the next argument (``None``: the call is full) and whether ``)`` may come."""
+        if not frames:
+            return EXPR, False
+        sig, done, _ = frames[-1]
+        kinds, lo, hi = _SIGNATURES[sig]
+        nxt = None if hi is not None and done >= hi else kinds[min(done, len(kinds) - 1)]
+        return nxt, done >= lo
+
+    def _context(self, frames: tuple[Any, ...]) -> Context:
+        return tuple((sig.split("@")[0], items) for sig, _, items in frames)
+
+    def _arg_options(self, frames: tuple[Any, ...]) -> WordOptions:
+        expected, may_close = self._expected(frames)
+        key = ("arg", expected, may_close, None if self.context_free else self._context(frames))
+        opts = self._opts_cache.get(key)
+        if opts is None:
+            words: set[str] = {")"} if may_close else set()
+            open_: tuple[OpenWord, ...] = ()
+            if expected is not None:
+                if expected in _OPS_FOR:
+                    words.add("(")
+                context = () if self.context_free else self._context(frames)
+                if any(self.vocab(r, context).brackets for r in _BRACKET_ROLES.get(expected, ())):
+                    words.add("[")
+                if expected == ARG:
+                    words |= self.vocab("entity", context).bare
+                if expected in (ARG, LITERAL) and self.vocab("literal", context).literals:
+                    words |= {"NOW", "true", "false"}
+                    open_ = (VALUE, QUOTED)
+            opts = self._opts_cache[key] = _options(frozenset(words), open_)
+        return opts
+
+    def _step_arg(self, frames: tuple[Any, ...], word: str) -> State | None:
+        expected, may_close = self._expected(frames)
+        if word == ")":
+            return self._close_call(frames) if may_close else None
+        if expected is None:
+            return None
+        if word == "(":
+            return (frames, ("op", expected)) if expected in _OPS_FOR else None
+        context = () if self.context_free else self._context(frames)
+        if word == "[":
+            roles = _BRACKET_ROLES.get(expected, ())
+            alts = tuple((r, vocab, vocab.start()) for r in roles for vocab in self.vocab(r, context).brackets)
+            return (frames, ("br", alts, "")) if alts else None
+        if expected == ARG and word in self.vocab("entity", context).bare:
+            return self._close_atom(frames, ("entity", word))
+        if expected not in (ARG, LITERAL) or not self.vocab("literal", context).literals:
+            return None
+        if word == "NOW":
+            return self._close_atom(frames, ("literal", word))
+        if word in ("true", "false"):
+            return (frames, ("val", word))
+        if VALUE.word.fullmatch(word):
+            return (frames, ("num", word)) if NUMBER_RE.match(word) else (frames, ("val", word))
+        if word.startswith('"'):
+            return self._quoted(frames, word)
+        return None
+
+    def _quoted(self, frames: tuple[Any, ...], text: str) -> State | None:
+        if _QUOTED_DONE.fullmatch(text):
+            return self._close_atom(frames, ("literal", text))
+        return (frames, ("q", text)) if _QUOTED_OPEN.fullmatch(text) else None
+
+    def _step_bracket(self, frames: tuple[Any, ...], mode: tuple[Any, ...], word: str) -> State | None:
+        _, alts, text = mode
+        if word == "]":
+            done = [role for role, vocab, cur in alts if vocab.accepts(cur)]
+            return self._close_atom(frames, (done[0], text)) if done else None
+        moved = tuple((r, vocab, nxt) for r, vocab, cur in alts if (nxt := vocab.step(cur, word)) is not None)
+        if not moved:
+            return None
+        return (frames, ("br", moved, f"{text} {word}".strip() if not self.context_free else ""))
+
+    # -- frames --------------------------------------------------------------------------
+    def _push(self, frames: tuple[Any, ...], op: str, kind: str) -> State:
+        sig = "JOIN@path" if op == "JOIN" and kind in (RELPATH, RELPATH_NO_R) else op
+        return (frames + ((sig, 0, ()),), ("arg",))
+
+    def _close_call(self, frames: tuple[Any, ...]) -> State:
+        rest = frames[:-1]
+        if not rest:
+            return ((), ("done",))
+        sig, done, items = rest[-1]
+        return (rest[:-1] + ((sig, done + 1, items),), ("arg",))
+
+    def _close_atom(self, frames: tuple[Any, ...], item: tuple[str, str]) -> State:
+        if not frames:
+            return ((), ("done",))
+        sig, done, items = frames[-1]
+        if not self.context_free:
+            items = items + ((done, *item),)
+        return (frames[:-1] + ((sig, done + 1, items),), ("arg",))
+
+
+@lru_cache(maxsize=65536)
+def _shortest_next(vocab: Any, cur: Hashable) -> str | None:
+    """The next word on a shortest way to an accepted end of ``vocab`` from ``cur`` (breadth first)."""
+    if isinstance(vocab, FreeSchema):
+        seg, n, first = cur  # type: ignore[misc]
+        return "a" if n == 0 else ","
+    if isinstance(vocab, FreeLabel):
+        return "a"
+    first_words: dict[Hashable, str] = {}
+    queue, seen = [cur], {cur}
+    while queue:
+        node = queue.pop(0)
+        for word in sorted(vocab.options(node).words):
+            nxt = vocab.step(node, word)
+            if nxt is None or nxt in seen:
+                continue
+            first_words[nxt] = first_words.get(node, word)
+            if vocab.accepts(nxt):
+                return first_words[nxt]
+            seen.add(nxt)
+            queue.append(nxt)
+    return None
+
+
+__all__ = [
+    "DATATYPE_PHRASES",
+    "BaseRules",
+    "EntityRules",
+    "FreeLabel",
+    "FreeSchema",
+    "OpenWord",
+    "PhraseVocab",
+    "RoleVocab",
+    "SExprGrammar",
+    "SchemaRules",
+    "Vocab",
+    "WordOptions",
+    "entity_bracket",
+]
