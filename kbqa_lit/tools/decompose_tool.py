@@ -1,7 +1,7 @@
 """``kbqa decompose``: CoQ step 1, progressive question decomposition by an LLM.
 
 ``kbqa decompose --config CONFIG.yaml --input FILE.jsonl --out FILE.jsonl [--variant
-full|placeholders|none] [--source backend|gold] [--limit N] [--batch-size N] [--cache FILE]
+full|placeholders|no_answers|none] [--source backend|gold] [--limit N] [--batch-size N] [--cache FILE]
 [--no-progress]`` reads common-schema examples, writes them with ``decomposition`` and
 ``meta["decomposition_schema"|"decomposition_status"|"decomposition_error"]`` (see
 :mod:`kbqa_lit.pipelines.coq.decomposition.variants`) and prints one JSON object::
@@ -22,7 +22,7 @@ from typing import Any
 
 from kbqa_lit.tools.common import print_json
 
-VARIANTS = ("full", "placeholders", "none")
+VARIANTS = ("full", "placeholders", "no_answers", "none")
 SOURCES = ("backend", "gold")
 
 

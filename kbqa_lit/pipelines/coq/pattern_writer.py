@@ -6,9 +6,12 @@ candidate relations and entities) the writer
 1. refines: keeps the items whose probability reaches ``threshold`` (best first; at least the
    ``min_refined`` best of each kind), written as ``meta["refined_relations"]`` and
    ``meta["refined_entities"]`` (``[[id, prob], ...]``);
-2. selects patterns (:class:`~kbqa_lit.pipelines.coq.patterns.PatternSelector`): KB-connected
-   pairs of refined relations and entities, scored over the decomposition's sub-chains with the
-   same classifier, top-k → ``meta["patterns"]`` (``[{"relation", "entity", "label", "score"}]``);
+2. selects patterns (:class:`~kbqa_lit.pipelines.coq.patterns.PatternSelector`): the KB-connected
+   pairs of the top-l candidate relations × the top-l candidate entities (``pairs="candidates"``,
+   the paper; ``pairs="refined"``: only refined relations × refined entities, the older
+   behaviour), scored over the decomposition's sub-chains with the same classifier (entity items
+   list the refined relations, as the classifier saw them), top-k → ``meta["patterns"]``
+   (``[{"relation", "entity", "label", "score"}]``);
 3. writes the examples, every other field kept, as JSON lines to ``out`` once all ranks are done
    (rank 0, atomically, in file order) — ready for ``GenerationDataModule(patterns="predicted")`` —
    and prints the stage's end-to-end figures (:mod:`kbqa_lit.pipelines.coq.stage_figures`) and logs
@@ -39,6 +42,9 @@ from kbqa_lit.pipelines.coq.stage_figures import figure_metrics, schema_stage_fi
 
 log = logging.getLogger(__name__)
 
+#: Where the pattern pairs come from (see :class:`PatternWriter`).
+PAIR_SOURCES = ("candidates", "refined")
+
 
 def refine(scored: list[list[Any]], threshold: float, min_refined: int = 0) -> list[list[Any]]:
     """``[[id, prob], ...]`` at or above ``threshold``, best first; at least the ``min_refined`` best."""
@@ -55,8 +61,11 @@ class PatternWriter(Callback):
         out: Output JSON-lines file; ``None`` writes ``<default_root_dir>/patterns.jsonl``.
         top_k: Patterns kept per example (5 CWQ, 3 WebQSP).
         threshold: Refinement threshold; ``None`` uses the classifier's ``threshold``.
-        mode: ``scored`` (the paper), ``random`` (seeded) or ``oracle`` (gold pairs).
+        mode: ``scored`` (the paper), ``random`` (a seeded sample of the pair source's entities'
+            1-hop relations, KB-connected by construction) or ``oracle`` (gold pairs).
         seed: Seed of ``random``.
+        pairs: Where the pairs come from: ``candidates`` (all top-l candidate relations × top-l
+            candidate entities, the paper) or ``refined`` (refined relations × refined entities).
         min_refined: Keep at least this many relations and entities per example, even below the
             threshold (0: strictly the threshold).
     """
@@ -70,10 +79,14 @@ class PatternWriter(Callback):
         mode: Literal["scored", "random", "oracle"] = "scored",
         seed: int = 0,
         min_refined: int = 1,
+        pairs: Literal["candidates", "refined"] = "candidates",
     ) -> None:
         super().__init__()
         if mode not in PATTERN_SELECTION_MODES:
             raise ValueError(f"mode must be one of {PATTERN_SELECTION_MODES}, got {mode!r}")
+        if pairs not in PAIR_SOURCES:
+            raise ValueError(f"pairs must be one of {PAIR_SOURCES}, got {pairs!r}")
+        self.pairs = pairs
         self.store_spec, self.out = store, out
         self.top_k, self.threshold, self.mode, self.seed = top_k, threshold, mode, seed
         self.min_refined = min_refined
@@ -121,14 +134,20 @@ class PatternWriter(Callback):
             ex = examples[int(rec["index"])]
             rels = refine(rec["relations"], threshold, self.min_refined)
             ents = refine(rec["entities"], threshold, self.min_refined)
+            refined_r = [r for r, _ in rels]
+            if self.pairs == "candidates":
+                pair_r, pair_e = [str(r) for r, _ in rec["relations"]], [str(e) for e, _ in rec["entities"]]
+            else:
+                pair_r, pair_e = refined_r, [e for e, _ in ents]
             patterns = self._selector.select(
                 ex,
-                [r for r, _ in rels],
-                [e for e, _ in ents],
+                pair_r,
+                pair_e,
                 scorer=pl_module,  # type: ignore[arg-type]
                 entity_labels=rec.get("entity_labels"),
                 entity_relations=rec.get("entity_relations"),
                 use_decomposition=use_d,
+                refined_relations=refined_r,
             )
             meta = dict(ex.meta)
             meta["refined_relations"] = rels
@@ -161,4 +180,4 @@ class PatternWriter(Callback):
         self._kb, self._selector = None, None
 
 
-__all__ = ["PatternWriter", "refine"]
+__all__ = ["PAIR_SOURCES", "PatternWriter", "refine"]

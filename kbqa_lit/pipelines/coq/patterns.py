@@ -1,9 +1,11 @@
 """CoQ step 3: patterns = KB-connected (relation, entity) pairs, scored over the decomposition's sub-chains.
 
-Candidate patterns are the pairs ``(r, e)`` of a refined relation and a refined entity that are
-connected in the KB — ``ASK { { <e> <r> ?x } UNION { ?x <r> <e> } }`` with full IRIs, asked for
-many pairs at once with ``VALUES`` and cached per pair (:class:`Connectivity`). Each candidate is
-scored over the sub-chains ``D_i = [SUBQ] q_i [ANS] a_i`` of the decomposition::
+Candidate patterns are the pairs ``(r, e)`` of the example's candidate relations × candidate
+entities (the top-l of each, the paper's l×l pairs; or only the refined ones, the ``refined``
+setting of :class:`~kbqa_lit.pipelines.coq.pattern_writer.PatternWriter`) that are connected in
+the KB — ``ASK { { <e> <r> ?x } UNION { ?x <r> <e> } }`` with full IRIs, asked for many pairs
+at once with ``VALUES`` and cached per pair (:class:`Connectivity`). Each candidate is scored
+over the sub-chains ``D_i = [SUBQ] q_i [ANS] a_i`` of the decomposition::
 
     s(P) = Σ_i [ s(q, D_i, r) + s(q, D_i, e) ]
 
@@ -12,8 +14,9 @@ with the classifier's probabilities (:class:`PatternScorer`, e.g.
 one chunk and ``D`` is left out of the item (as in the "w/o decomposition" training items). The
 top-k are kept (k=5 CWQ, 3 WebQSP).
 
-Modes of :class:`PatternSelector`: ``scored`` (the paper), ``random`` (connected pairs in a
-seeded random order, score ``None``) and ``oracle`` (the gold pairs of the S-expression, see
+Modes of :class:`PatternSelector`: ``scored`` (the paper), ``random`` (a seeded sample of the
+candidate entities' 1-hop relations — KB-connected by construction —, score ``None``) and
+``oracle`` (the gold pairs of the S-expression, see
 :func:`~kbqa_lit.data.coq.generator_inputs.gold_patterns`, score ``None``, not cut to k).
 Patterns are dicts ``{"relation", "entity", "label", "score"}``, the shape
 :mod:`kbqa_lit.data.coq.generator_inputs` reads from ``meta["patterns"]``.
@@ -31,10 +34,11 @@ from kbqa_lit.data.coq.generator_inputs import gold_patterns
 from kbqa_lit.data.linking import inference_decomposition
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.iri import iri, is_entity_id, local_id
+from kbqa_lit.kb.iri import ALIAS_RELATION, NAME_RELATION, TYPE_RELATION, iri, is_entity_id, local_id
 
 PATTERN_SELECTION_MODES = ("scored", "random", "oracle")
 _SUBQ_RE = re.compile(r"(?=\[SUBQ\])")
+_NON_SCHEMA = frozenset({NAME_RELATION, TYPE_RELATION, ALIAS_RELATION})
 
 
 class PatternScorer(Protocol):
@@ -159,7 +163,7 @@ def pattern_scores(
 
 
 class PatternSelector:
-    """Pick the top-k patterns of an example from its refined relations and entities.
+    """Pick the top-k patterns of an example from its candidate (or refined) relations and entities.
 
     Args:
         store: The KB (for connectivity); not used by ``oracle``.
@@ -194,6 +198,16 @@ class PatternSelector:
         pairs = [(r, e) for r in dict.fromkeys(relations) for e in dict.fromkeys(entities)]
         return [p for p, ok in zip(pairs, self.connectivity.connected(pairs), strict=True) if ok]
 
+    def one_hop_pairs(
+        self, entities: Sequence[str], entity_relations: Mapping[str, Sequence[str]] | None
+    ) -> list[tuple[str, str]]:
+        """``(r, e)`` for every entity and each of its 1-hop schema relations (connected by construction)."""
+        hops = entity_relations or {}
+        pairs = [
+            (r, e) for e in dict.fromkeys(entities) for r in dict.fromkeys(hops.get(e, [])) if r not in _NON_SCHEMA
+        ]
+        return [p for p in pairs if is_entity_id(p[1])]
+
     def select(
         self,
         ex: KBQAExample,
@@ -203,17 +217,22 @@ class PatternSelector:
         entity_labels: Mapping[str, str] | None = None,
         entity_relations: Mapping[str, Sequence[str]] | None = None,
         use_decomposition: bool = True,
+        refined_relations: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """The patterns of ``ex`` (best first) from its refined ``relations`` and ``entities``.
+        """The patterns of ``ex`` (best first) from the pairs of ``relations`` × ``entities``.
 
         Args:
             ex: The example (question, decomposition, qid, gold S-expression for ``oracle``).
-            relations: Refined relation ids, best first.
-            entities: Refined entity ids, best first.
+            relations: Relation ids the pairs are built from, best first (the top-l candidates, or
+                the refined ones).
+            entities: Entity ids the pairs are built from, best first.
             scorer: The classifier (required by ``scored``).
             entity_labels: Entity id → label (default: the example's labels).
-            entity_relations: Entity id → 1-hop relations, for the entity items.
+            entity_relations: Entity id → 1-hop relations, for the entity items (and the pairs of
+                ``random``).
             use_decomposition: Score over the sub-chains (false: one chunk without ``D``).
+            refined_relations: The refined relations an entity item lists (as the classifier saw
+                them); ``None``: ``relations``.
         """
         labels = dict(ex.entity_labels())
         labels.update(entity_labels or {})
@@ -222,15 +241,17 @@ class PatternSelector:
                 {"relation": r, "entity": e, "label": labels.get(e), "score": None}
                 for r, e in gold_patterns(ex.s_expression)
             ]
-        pairs = self.candidate_pairs(relations, entities)
         if self.mode == "random":
-            random.Random(f"{self.seed}:{ex.qid}").shuffle(pairs)
-            return [{"relation": r, "entity": e, "label": labels.get(e), "score": None} for r, e in pairs[: self.top_k]]
+            pool = self.one_hop_pairs(entities, entity_relations)
+            picked = random.Random(f"{self.seed}:{ex.qid}").sample(pool, min(self.top_k, len(pool)))
+            return [{"relation": r, "entity": e, "label": labels.get(e), "score": None} for r, e in picked]
+        pairs = self.candidate_pairs(relations, entities)
         if scorer is None:
             raise UserInputError("pattern mode 'scored' needs a scorer (the schema classifier)")
         d = inference_decomposition(ex) if use_decomposition else None  # never a gold decomposition
+        listed = list(relations if refined_relations is None else refined_relations)
         scores = pattern_scores(
-            ex.question, d, pairs, scorer, labels, entity_relations, list(relations), self.max_entity_relations
+            ex.question, d, pairs, scorer, labels, entity_relations, listed, self.max_entity_relations
         )
         ranked = sorted(zip(pairs, scores, strict=True), key=lambda x: -x[1])[: self.top_k]
         return [{"relation": r, "entity": e, "label": labels.get(e), "score": s} for (r, e), s in ranked]

@@ -125,11 +125,17 @@ def test_selector_modes(world: tuple[Path, list[KBQAExample]]) -> None:
     assert len(scored) <= 2 and all(p["entity"] != "m.syn_does_not_exist" for p in scored)
     assert [p["score"] for p in scored] == sorted((p["score"] for p in scored), reverse=True)
 
+    # random: a seeded sample of the entities' 1-hop relations (KB-connected by construction)
+    hops = {ent: [rel, "type.object.name", "people.person.spouse"]}
     rand = PatternSelector(store, top_k=2, mode="random", seed=3)
-    first = rand.select(ex, relations, entities)
-    assert first == rand.select(ex, relations, entities) and all(p["score"] is None for p in first)
-    connected = PatternSelector(store, top_k=10).candidate_pairs(relations, entities)
-    assert {(p["relation"], p["entity"]) for p in first} <= set(connected)
+    first = rand.select(ex, relations, entities, entity_relations=hops)
+    assert first == rand.select(ex, relations, entities, entity_relations=hops)
+    assert len(first) == 2 and all(p["score"] is None for p in first)
+    assert {(p["relation"], p["entity"]) for p in first} <= {(rel, ent), ("people.person.spouse", ent)}
+    assert rand.select(ex, relations, entities) == []  # no 1-hop relations known: nothing to sample
+    real_hops = {ent: [r for r in relations if store.execute(ask_query(r, ent)).answers == ["true"]]}
+    sampled = PatternSelector(store, top_k=10, mode="random").select(ex, [], [ent], entity_relations=real_hops)
+    assert all(store.execute(ask_query(p["relation"], p["entity"])).answers == ["true"] for p in sampled)
 
     oracle = PatternSelector(None, mode="oracle").select(ex, [], [])
     assert [(p["relation"], p["entity"]) for p in oracle] == gold_patterns(ex.s_expression)
@@ -138,3 +144,65 @@ def test_selector_modes(world: tuple[Path, list[KBQAExample]]) -> None:
         PatternSelector(store).select(ex, relations, entities)
     with pytest.raises(UserInputError, match="mode"):
         PatternSelector(store, mode="best")  # type: ignore[arg-type]
+
+
+def test_candidate_pairs_beyond_the_refined_items(world: tuple[Path, list[KBQAExample]]) -> None:
+    """Pairs of all candidates are scored; entity items list only the refined relations."""
+    store_dir, examples = world
+    store = open_store(store_dir)
+    ex = next(e for e in examples if gold_patterns(e.s_expression))
+    (rel, ent), *_ = gold_patterns(ex.s_expression)
+    seen: list[tuple] = []
+
+    class Record:
+        def score_relations(self, q: str, d: str | None, rels: Sequence[str]) -> list[float]:
+            return [0.9 if r == rel else 0.1 for r in rels]
+
+        def score_entities(self, q: str, d: str | None, ents: Sequence[tuple]) -> list[float]:
+            seen.extend(ents)
+            return [0.5 for _ in ents]
+
+    hops = {ent: [rel, "people.person.spouse"]}
+    got = PatternSelector(store, top_k=3).select(
+        ex, [rel, "film.film.genre"], [ent], scorer=Record(), entity_relations=hops, refined_relations=["x.y.z"]
+    )
+    assert got and got[0]["relation"] == rel
+    assert all(rels == () or list(rels) == [] for _, _, rels in seen)  # rel is a candidate, not refined
+
+
+@pytest.mark.parametrize("source", ["candidates", "refined"])
+def test_writer_pair_sources(world: tuple[Path, list[KBQAExample]], source: str) -> None:
+    """``pairs: candidates`` pairs every candidate; ``pairs: refined`` only the refined items."""
+    from types import SimpleNamespace
+
+    from kbqa_lit.pipelines.coq.pattern_writer import PatternWriter
+
+    store_dir, examples = world
+    store = open_store(store_dir)
+    ex = next(e for e in examples if gold_patterns(e.s_expression))
+    (rel, ent), *_ = gold_patterns(ex.s_expression)
+
+    class Scorer:
+        hparams = SimpleNamespace(threshold=0.5, max_entity_relations=8)
+
+        def score_relations(self, q: str, d: str | None, rels: Sequence[str]) -> list[float]:
+            return [0.3 if r == rel else 0.1 for r in rels]  # the gold relation is below the threshold
+
+        def score_entities(self, q: str, d: str | None, ents: Sequence[tuple]) -> list[float]:
+            return [0.9 if e == ent else 0.2 for e, _, _ in ents]
+
+    writer = PatternWriter(top_k=5, pairs=source, min_refined=0)
+    writer._selector = PatternSelector(store, top_k=5)
+    dm = SimpleNamespace(examples=lambda split: [ex], hparams={"use_decomposition": True})
+    rec = {
+        "index": 0,
+        "relations": [["people.person.spouse", 0.7], [rel, 0.3]],
+        "entities": [[ent, 0.9]],
+        "entity_labels": {ent: "x"},
+        "entity_relations": {ent: [rel]},
+    }
+    writer.on_predict_batch_end(SimpleNamespace(datamodule=dm), Scorer(), [rec], None, 0)  # type: ignore[arg-type]
+    got = [(p["relation"], p["entity"]) for p in writer._rows[0].meta["patterns"]]
+    assert got == ([(rel, ent)] if source == "candidates" else [])
+    with pytest.raises(ValueError, match="pairs"):
+        PatternWriter(pairs="all")  # type: ignore[arg-type]

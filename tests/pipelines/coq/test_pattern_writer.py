@@ -82,10 +82,12 @@ def test_kbqa_predict_writes_the_contract_fields(data_dir: Path, tmp_path: Path)
             assert probs == sorted(probs, reverse=True) and all(0.0 <= p <= 1.0 for p in probs)
             assert all(p >= 0.3 for p in probs[1:])
         assert len(pats) <= 3
-        refined_r, refined_e = {r for r, _ in rels}, {e for e, _ in ents}
+        refined_e = {e for e, _ in ents}
+        ents_all = set(meta.get("entity_candidates") or {})
         for p in pats:
             assert set(p) == {"relation", "entity", "label", "score"}
-            assert p["relation"] in refined_r and p["entity"] in refined_e
+            # pairs: candidates (the default) — any candidate pair, not only refined ones
+            assert p["entity"] in refined_e or p["entity"] in ents_all
             assert store.execute(ask_query(p["relation"], p["entity"])).answers == ["true"]
         assert [p["score"] for p in pats] == sorted((p["score"] for p in pats), reverse=True)
     assert rows[0]["meta"]["note"] == "kept"

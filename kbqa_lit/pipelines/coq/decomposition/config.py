@@ -10,7 +10,7 @@ config, plus the prompt and the run settings::
       dataset: webqsp          # shipped cases; or cases_file: my_cases.txt
     batch_size: 32
     cache: outputs/decompose/cache.sqlite
-    variant: full              # full | placeholders | none
+    variant: full              # full | placeholders | no_answers | none
     source: backend            # backend | gold
 
 Every field has a default, so a config may hold only what differs. API keys never go into a
@@ -39,7 +39,7 @@ class DecomposeJob:
         prompt: The few-shot prompt.
         batch_size: Examples per backend call and per flush of the partial output.
         cache: The sqlite cache file (``None``: no caching).
-        variant: ``full``, ``placeholders`` or ``none``.
+        variant: ``full``, ``placeholders``, ``no_answers`` or ``none``.
         source: ``backend`` or ``gold``.
         gold_relations: With the gold source, list the gold relations in the schema (an oracle).
     """
@@ -72,7 +72,10 @@ def build_config_parser() -> ArgumentParser:
     parser.add_argument("--batch_size", type=int, default=16, help="examples per backend call and per flush")
     parser.add_argument("--cache", type=Optional[str], default=None, help="sqlite cache file of model outputs")  # noqa: UP045
     parser.add_argument(
-        "--variant", type=Literal["full", "placeholders", "none"], default="full", help="decomposition variant"
+        "--variant",
+        type=Literal["full", "placeholders", "no_answers", "none"],
+        default="full",
+        help="decomposition variant",
     )
     parser.add_argument(
         "--source", type=Literal["backend", "gold"], default="backend", help="an LLM or the gold decompositions"

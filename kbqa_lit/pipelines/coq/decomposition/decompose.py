@@ -234,7 +234,7 @@ def decompose_file(
         out: Output JSON lines (the input rows with the decomposition fields).
         backend: The LLM backend (needed for ``source="backend"`` unless the variant is ``none``).
         prompt: The few-shot prompt (default: the synthetic world's cases).
-        variant: ``full``, ``placeholders`` or ``none``.
+        variant: ``full``, ``placeholders``, ``no_answers`` or ``none``.
         source: ``backend`` or ``gold`` (the examples' own gold decompositions).
         batch_size: Examples per backend call and per flush of the partial file.
         cache: The output cache (``None``: no caching).

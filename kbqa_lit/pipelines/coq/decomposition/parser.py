@@ -63,9 +63,15 @@ class Decomposition:
     ok: bool = True
     error: str | None = None
 
-    def render(self, with_schema: bool = False) -> str:
-        """Write ``[SUBQ] q1 [ANS] a1 ...`` (plus `` [SCHEMA] e1 [ENT] e2 [SEP] r1 [REL] r2`` if asked)."""
-        parts = [f"[SUBQ] {q} [ANS] {a}" for q, a in self.steps]
+    def render(self, with_schema: bool = False, with_answers: bool = True) -> str:
+        """Write ``[SUBQ] q1 [ANS] a1 ...`` (plus `` [SCHEMA] e1 [ENT] e2 [SEP] r1 [REL] r2`` if asked).
+
+        Args:
+            with_schema: Append the ``[SCHEMA]`` part.
+            with_answers: Write the ``[ANS]`` parts (false: ``[SUBQ] q1 [SUBQ] q2 ...``, the
+                "w/o intermediate answers" ablation).
+        """
+        parts = [f"[SUBQ] {q} [ANS] {a}" if with_answers else f"[SUBQ] {q}" for q, a in self.steps]
         if with_schema and (self.entities or self.relations):
             parts.append(render_schema(self.entities, self.relations))
         return " ".join(parts)

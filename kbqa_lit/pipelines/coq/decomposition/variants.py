@@ -5,6 +5,10 @@ Variants:
 - ``full``: the decomposition as the model wrote it (``[SUBQ] q1 [ANS] a1 ...``);
 - ``placeholders``: every answer (the final one too) replaced by ``#1``, ``#2``, ..., also where a
   later sub-question mentions it;
+- ``no_answers`` ("w/o intermediate answers", the paper's ablation): only the sub-questions,
+  ``[SUBQ] q1 [SUBQ] q2 ...`` — no ``[ANS]`` part at all (unlike ``placeholders``, which keeps
+  ``[ANS] #k``); an earlier answer mentioned in a later sub-question becomes its placeholder ``#k``
+  there, so no answer text is left in the chain;
 - ``none``: no decomposition (no backend is called).
 
 Sources: ``backend`` (an LLM) or ``gold`` — the example's own gold ``decomposition`` (the
@@ -28,7 +32,7 @@ from kbqa_lit.errors import SExprError, UserInputError
 from kbqa_lit.kb.sexpr import schema_items
 from kbqa_lit.pipelines.coq.decomposition.parser import Decomposition, parse_decomposition, with_placeholders
 
-VARIANTS = ("full", "placeholders", "none")
+VARIANTS = ("full", "placeholders", "no_answers", "none")
 SOURCES = ("backend", "gold")
 STATUSES = ("ok", "gold", "failed", "none")
 META_KEYS = (
@@ -50,7 +54,18 @@ def check_variant(variant: str, source: str = "backend") -> None:
 def apply_variant(decomposition: Decomposition, variant: str) -> Decomposition:
     """The decomposition as the variant uses it (``none`` leaves it as is; callers drop it)."""
     check_variant(variant)
-    return with_placeholders(decomposition) if variant == "placeholders" else decomposition
+    return with_placeholders(decomposition) if variant in ("placeholders", "no_answers") else decomposition
+
+
+def render_variant(decomposition: Decomposition, variant: str) -> str:
+    """The ``decomposition`` text of a variant: ``[SUBQ] q1 [ANS] a1 ...``, or ``[SUBQ] q1 [SUBQ] q2 ...``.
+
+    Args:
+        decomposition: The parsed decomposition.
+        variant: ``full``, ``placeholders`` or ``no_answers`` (``none`` renders like ``full``).
+    """
+    used = apply_variant(decomposition, variant)
+    return used.render(with_answers=variant != "no_answers")
 
 
 def gold_decomposition(ex: KBQAExample, with_relations: bool = False) -> Decomposition:
@@ -108,7 +123,7 @@ def write_fields(
         ex.meta["decomposition_error"] = decomposition.error or "unknown error"
         return ex
     used = apply_variant(decomposition, variant)
-    ex.decomposition = used.render()
+    ex.decomposition = used.render(with_answers=variant != "no_answers")
     ex.meta["decomposition_schema"] = used.schema_dict()
     ex.meta["decomposition_status"] = status
     return ex
@@ -122,5 +137,6 @@ __all__ = [
     "apply_variant",
     "check_variant",
     "gold_decomposition",
+    "render_variant",
     "write_fields",
 ]

@@ -5,7 +5,13 @@ import pytest
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.pipelines.coq.decomposition.parser import Decomposition, parse_decomposition
-from kbqa_lit.pipelines.coq.decomposition.variants import apply_variant, check_variant, gold_decomposition, write_fields
+from kbqa_lit.pipelines.coq.decomposition.variants import (
+    apply_variant,
+    check_variant,
+    gold_decomposition,
+    render_variant,
+    write_fields,
+)
 
 TEXT = "[SUBQ] who directed X? [ANS] Bob [SUBQ] where was Bob born? [ANS] Paris [SCHEMA] X [SEP] film.film.directed_by"
 
@@ -28,6 +34,22 @@ def test_placeholders_variant():
     ex = write_fields(_ex(), parse_decomposition(TEXT), variant="placeholders", status="ok")
     assert ex.decomposition == "[SUBQ] who directed X? [ANS] #1 [SUBQ] where was #1 born? [ANS] #2"
     assert apply_variant(parse_decomposition(TEXT), "full").render() == TEXT.split(" [SCHEMA]")[0]
+
+
+def test_no_answers_variant_drops_every_answer():
+    """ "w/o intermediate answers": sub-questions only, distinct from placeholders (no [ANS] at all)."""
+    ex = write_fields(_ex(), parse_decomposition(TEXT), variant="no_answers", status="ok")
+    assert ex.decomposition == "[SUBQ] who directed X? [SUBQ] where was #1 born?"
+    assert "[ANS]" not in ex.decomposition and "Bob" not in ex.decomposition and "Paris" not in ex.decomposition
+    assert ex.meta["decomposition_variant"] == "no_answers"
+    assert ex.meta["decomposition_schema"] == {"entities": ["X"], "relations": ["film.film.directed_by"]}
+    assert render_variant(parse_decomposition(TEXT), "no_answers") == ex.decomposition
+    assert render_variant(parse_decomposition(TEXT), "placeholders") != ex.decomposition
+    # downstream: the sub-chains are the sub-questions, and the text parses back
+    from kbqa_lit.pipelines.coq.patterns import sub_chains
+
+    assert sub_chains(ex.decomposition) == ["[SUBQ] who directed X?", "[SUBQ] where was #1 born?"]
+    assert parse_decomposition(ex.decomposition).steps == [("who directed X?", "#1"), ("where was #1 born?", "#2")]
 
 
 def test_none_variant_and_failure_fall_back_to_no_decomposition():
