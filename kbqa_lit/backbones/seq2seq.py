@@ -16,6 +16,11 @@ Two ways to get each part, with the same code on a laptop and on a GPU node:
 
 Either way the CoQ markers :data:`SPECIAL_TOKENS` are added once as special tokens (adding them
 again is a no-op), and the model's embeddings are resized when the tokenizer has more tokens.
+
+``backbone="encoder-decoder"`` gives a seq2seq model whose encoder is warm-started from a
+pretrained BERT-like encoder (all-MiniLM-L6-v2 offline, ``bert-base-uncased``...) with a small
+fresh decoder (:mod:`kbqa_lit.backbones.encoder_decoder`); the tokenizer is then the encoder's
+(``build_tokenizer("all-MiniLM-L6-v2")`` resolves the offline folder).
 """
 
 from __future__ import annotations
@@ -25,9 +30,10 @@ import os
 import string
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from transformers import (
+    AddedToken,
     AutoTokenizer,
     PreTrainedModel,
     PreTrainedTokenizerBase,
@@ -36,7 +42,7 @@ from transformers import (
     T5ForConditionalGeneration,
 )
 
-from kbqa_lit.backbones.common import load_source, save_tokenizer_atomically, texts_fingerprint
+from kbqa_lit.backbones.common import load_source, resolve_model_path, save_tokenizer_atomically, texts_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +59,10 @@ TINY_T5: dict[str, Any] = {
     "d_kv": 16,
     "dropout_rate": 0.1,
 }
+
+#: The seq2seq families :func:`build_seq2seq` builds.
+Backbone = Literal["t5", "encoder-decoder"]
+BACKBONES: tuple[str, ...] = ("t5", "encoder-decoder")
 
 PAD, EOS, UNK = "<pad>", "</s>", "<unk>"
 _TOKENIZER_FORMAT = 1  # bump when the trained tokenizer's recipe changes (invalidates caches)
@@ -123,8 +133,8 @@ def build_tokenizer(
     """Load or train the tokenizer, with the CoQ special tokens added once.
 
     Args:
-        name_or_path: A hub name (``t5-base``) or a local folder saved with ``save_pretrained``.
-            ``None`` trains a tokenizer on ``train_texts``.
+        name_or_path: A hub name (``t5-base``), a local folder saved with ``save_pretrained`` or
+            ``all-MiniLM-L6-v2`` (the offline MiniLM folder). ``None`` trains a tokenizer on ``train_texts``.
         train_texts: Texts to train on when ``name_or_path`` is ``None``.
         vocab_size: Target vocabulary size of a trained tokenizer (before the special tokens).
         cache_dir: Where a trained tokenizer is cached (``<cache_dir>/bpe-<hash>``, keyed by
@@ -132,6 +142,7 @@ def build_tokenizer(
         special_tokens: Tokens added as special tokens (default :data:`SPECIAL_TOKENS`).
         extra_tokens: Tokens added as ordinary tokens (kept by ``decode(skip_special_tokens=True)``),
             e.g. the topic-entity slots ``[E0]``...; added after loading, so caches are shared.
+            They are matched before normalisation, so a lower-casing tokenizer keeps ``[E0]``.
 
     Returns:
         The tokenizer (a fast tokenizer when trained here).
@@ -143,7 +154,7 @@ def build_tokenizer(
     tok = _load_or_train_tokenizer(name_or_path, train_texts, vocab_size, cache_dir, special)
     extra = [t for t in dict.fromkeys(extra_tokens) if t not in tok.get_vocab()]
     if extra:
-        tok.add_tokens(extra)
+        tok.add_tokens([AddedToken(t, normalized=False, special=False) for t in extra])
     return tok
 
 
@@ -155,7 +166,7 @@ def _load_or_train_tokenizer(
     special: tuple[str, ...],
 ) -> PreTrainedTokenizerBase:
     if name_or_path is not None:
-        path, local = load_source(name_or_path)
+        path, local = load_source(resolve_model_path(name_or_path))
         tok = AutoTokenizer.from_pretrained(path, local_files_only=local)
         add_special_tokens(tok, special)
         return tok
@@ -203,26 +214,46 @@ def build_seq2seq(
     *,
     config: Mapping[str, Any] | None = None,
     tokenizer: PreTrainedTokenizerBase | None = None,
+    backbone: Backbone = "t5",
+    decoder_config: Mapping[str, Any] | None = None,
 ) -> PreTrainedModel:
-    """Load or build the T5 encoder-decoder.
+    """Load or build the seq2seq network: a T5, or an encoder-decoder warm-started from an encoder.
 
     Args:
-        name_or_path: A hub name or a local folder (``from_pretrained``); ``None`` builds a T5
-            from ``config`` with fresh weights.
+        name_or_path: A hub name or a local folder (``from_pretrained``); ``None`` builds a tiny
+            network from ``config`` with fresh weights. With ``backbone="encoder-decoder"`` it names
+            the pretrained encoder (``all-MiniLM-L6-v2``, ``bert-base-uncased``, a folder) or a
+            folder an encoder-decoder was saved to; a saved encoder-decoder folder is recognised
+            whatever ``backbone`` says.
         config: With ``name_or_path``: config fields overriding the pretrained ones (e.g.
             ``{"dropout_rate": 0.2}``). Without: T5 config fields on top of :data:`TINY_T5`
-            (``vocab_size`` defaults to ``len(tokenizer)``, ``decoder_start_token_id`` to the pad id).
+            (``vocab_size`` defaults to ``len(tokenizer)``, ``decoder_start_token_id`` to the pad
+            id), or BERT fields of the tiny encoder for ``backbone="encoder-decoder"``.
         tokenizer: The tokenizer the model will read; its size decides whether the embeddings
             are resized (only ever grown, so a padded pretrained vocabulary is kept).
+        backbone: ``"t5"`` or ``"encoder-decoder"`` (see :mod:`kbqa_lit.backbones.encoder_decoder`).
+        decoder_config: BERT config fields of the fresh decoder of ``backbone="encoder-decoder"``
+            (``num_hidden_layers``, ``hidden_size``...); ignored for T5.
 
     Returns:
-        A :class:`~transformers.T5ForConditionalGeneration` whose generation config carries the
-        tokenizer's pad/eos ids.
+        A :class:`~transformers.T5ForConditionalGeneration` or
+        :class:`~transformers.EncoderDecoderModel` whose (generation) config carries the
+        tokenizer's pad/eos/decoder-start ids.
+
+    Raises:
+        ValueError: For an unknown ``backbone``.
     """
+    if backbone not in BACKBONES:
+        raise ValueError(f"unknown backbone {backbone!r}; expected one of {', '.join(BACKBONES)}")
+    # lazy: encoder_decoder imports encoders, which imports this file
+    from kbqa_lit.backbones.encoder_decoder import build_encoder_decoder, is_saved_encoder_decoder
+
+    if backbone == "encoder-decoder" or (name_or_path is not None and is_saved_encoder_decoder(name_or_path)):
+        return build_encoder_decoder(name_or_path, config=config, decoder_config=decoder_config, tokenizer=tokenizer)
     overrides = dict(config or {})
     if name_or_path is not None:
         path, local = load_source(name_or_path)
-        model = T5ForConditionalGeneration.from_pretrained(path, local_files_only=local, **overrides)
+        model = T5ForConditionalGeneration.from_pretrained(path, local_files_only=local, **overrides).train()
     else:
         model = T5ForConditionalGeneration(tiny_t5_config(tokenizer, **overrides))
     if tokenizer is not None:
@@ -232,8 +263,32 @@ def build_seq2seq(
     return model
 
 
+def seq2seq_from_config(config: Mapping[str, Any], tokenizer: PreTrainedTokenizerBase | None = None) -> PreTrainedModel:
+    """A fresh network of the shape a stored ``config.to_dict()`` describes (T5 or encoder-decoder).
+
+    Used to restore checkpoints without the pretrained weights the network was first built from.
+    """
+    if config.get("model_type") == "encoder-decoder":
+        from kbqa_lit.backbones.encoder_decoder import encoder_decoder_from_config
+
+        return encoder_decoder_from_config(config, tokenizer)
+    model = T5ForConditionalGeneration(T5Config.from_dict(dict(config)))
+    if tokenizer is not None:
+        wire_generation_ids(model, tokenizer)
+    return model
+
+
 def wire_generation_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
-    """Copy the tokenizer's pad/eos ids into the model config and its generation config."""
+    """Copy the tokenizer's pad/eos ids into the model config and its generation config.
+
+    An :class:`~transformers.EncoderDecoderModel` is wired by
+    :func:`~kbqa_lit.backbones.encoder_decoder.wire_encoder_decoder_ids` (``[CLS]`` starts decoding).
+    """
+    if model.config.model_type == "encoder-decoder":
+        from kbqa_lit.backbones.encoder_decoder import wire_encoder_decoder_ids
+
+        wire_encoder_decoder_ids(model, tokenizer)
+        return
     pad, eos = tokenizer.pad_token_id, tokenizer.eos_token_id
     gen = model.generation_config
     if pad is not None:
@@ -248,11 +303,13 @@ def wire_generation_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBa
 
 
 __all__ = [
+    "BACKBONES",
     "SPECIAL_TOKENS",
     "TINY_T5",
     "add_special_tokens",
     "build_seq2seq",
     "build_tokenizer",
+    "seq2seq_from_config",
     "tiny_t5_config",
     "train_subword_tokenizer",
     "wire_generation_ids",

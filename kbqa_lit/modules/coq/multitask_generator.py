@@ -1,4 +1,9 @@
-"""``MultitaskGenerator``: CoQ's one T5 trained on two tasks, ``L = L_LF + α·L_ANS``.
+"""``MultitaskGenerator``: CoQ's one seq2seq model trained on two tasks, ``L = L_LF + α·L_ANS``.
+
+The network is a T5 (``backbone: t5``, the paper's) or an encoder-decoder warm-started from a
+pretrained BERT-like encoder (``backbone: encoder-decoder``: all-MiniLM-L6-v2 offline,
+``bert-base-uncased`` on a GPU; see :mod:`kbqa_lit.backbones.encoder_decoder`). Both are built by
+:func:`~kbqa_lit.backbones.seq2seq.build_seq2seq` and used through the same API.
 
 The module holds the loss, the optimiser set-up and a small generation API; it never executes
 queries (the execution-guided callback calls :meth:`MultitaskGenerator.generate_lf` and
@@ -14,33 +19,35 @@ Tokenizer persistence: the tokenizer is passed in (LightningCLI links ``data.tok
 ``checkpoint["tokenizer_files"]`` (the files of ``save_pretrained``) and the network's config in
 ``checkpoint["model_config"]``; :meth:`on_load_checkpoint` restores both, so
 ``MultitaskGenerator.load_from_checkpoint(path)`` gives a module with the right vocabulary and a
-working ``.tokenizer`` without the data. :meth:`save_pretrained` exports a Hugging Face folder
-(model + tokenizer) for pipelines.
+working ``.tokenizer`` without the data — and without the pretrained weights it was first built
+from (the network is rebuilt from the stored config, then the checkpoint's weights are loaded).
+:meth:`save_pretrained` exports a Hugging Face folder (model + tokenizer) for pipelines;
+``MultitaskGenerator(model_name_or_path=<that folder>)`` reloads it (an encoder-decoder folder is
+recognised whatever ``backbone`` says).
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from lightning.pytorch import LightningModule
 from lightning.pytorch.utilities import rank_zero_warn
-from transformers import (
-    LogitsProcessorList,
-    PreTrainedTokenizerBase,
-    T5Config,
-    T5ForConditionalGeneration,
-)
+from transformers import LogitsProcessorList, PreTrainedTokenizerBase
 
-from kbqa_lit.backbones.common import tokenizer_files, tokenizer_from_files
-from kbqa_lit.backbones.seq2seq import build_seq2seq, build_tokenizer, wire_generation_ids
+from kbqa_lit.backbones.common import architecture_signature, tokenizer_files, tokenizer_from_files
+from kbqa_lit.backbones.encoder_decoder import decode_generated, drop_start_token
+from kbqa_lit.backbones.seq2seq import BACKBONES, build_seq2seq, build_tokenizer, seq2seq_from_config
 from kbqa_lit.modules.training_setup import decay_groups, warmup_schedule
 
 log = logging.getLogger(__name__)
 
-_ARCH_FIELDS = ("vocab_size", "d_model", "d_ff", "d_kv", "num_heads", "num_layers", "num_decoder_layers")
+#: Set while :meth:`MultitaskGenerator.load_from_checkpoint` runs: the network comes from the checkpoint.
+_RESTORING: contextvars.ContextVar[bool] = contextvars.ContextVar("kbqa_generator_restoring", default=False)
 
 
 def _clean(text: str) -> str:
@@ -48,14 +55,24 @@ def _clean(text: str) -> str:
 
 
 class MultitaskGenerator(LightningModule):
-    """One T5 generating the normalised S-expression and the answer (CoQ step 4).
+    """One seq2seq model generating the normalised S-expression and the answer (CoQ step 4).
 
     Args:
-        model_name_or_path: Hub name or local folder of a pretrained T5 (``t5-base``); ``None``
-            builds a fresh T5 from ``model_config``.
-        model_config: T5 config fields. Without ``model_name_or_path``: on top of the tiny T5
-            (d_model 64, d_ff 128, 2+2 layers, 4 heads, d_kv 16); with it: overrides of the
-            pretrained config (e.g. ``dropout_rate``).
+        model_name_or_path: ``backbone: t5``: hub name or local folder of a pretrained T5
+            (``t5-base``). ``backbone: encoder-decoder``: the pretrained encoder to warm-start
+            from (``all-MiniLM-L6-v2`` = the offline MiniLM folder, ``bert-base-uncased``, a
+            folder). Either way a folder written by :meth:`save_pretrained` reloads as it is.
+            ``None`` builds a tiny network from ``model_config`` (fresh weights).
+        model_config: Config fields of the T5 (``backbone: t5``) or of the encoder
+            (``backbone: encoder-decoder``). Without ``model_name_or_path``: on top of the tiny
+            T5 (d_model 64, d_ff 128, 2+2 layers, 4 heads, d_kv 16) or the tiny BERT; with it:
+            overrides of the pretrained config (e.g. ``dropout_rate``, ``hidden_dropout_prob``).
+        backbone: ``t5`` (the paper's) or ``encoder-decoder`` (a pretrained BERT-like encoder
+            with a small fresh BERT decoder; read with the encoder's tokenizer, so set the
+            datamodule's ``tokenizer_name_or_path`` to the same name).
+        decoder_config: ``backbone: encoder-decoder`` only: BERT config fields of the fresh
+            decoder (default: the encoder's hidden size, heads and feed-forward size with
+            ``num_hidden_layers: 2``); e.g. ``{num_hidden_layers: 4}``.
         tokenizer: The tokenizer (linked from ``data.tokenizer`` by the CLI); decides the
             vocabulary size and decodes generations. ``None`` loads it from
             ``model_name_or_path`` when given (and a checkpoint restores its own).
@@ -74,6 +91,8 @@ class MultitaskGenerator(LightningModule):
         model_name_or_path: str | None = None,
         model_config: dict[str, Any] | None = None,
         tokenizer: Any = None,
+        backbone: Literal["t5", "encoder-decoder"] = "t5",
+        decoder_config: dict[str, Any] | None = None,
         alpha: float = 0.6,
         learning_rate: float = 3e-4,
         weight_decay: float = 0.01,
@@ -84,20 +103,61 @@ class MultitaskGenerator(LightningModule):
         super().__init__()
         if alpha < 0:
             raise ValueError(f"alpha must be >= 0, got {alpha}")
+        if backbone not in BACKBONES:
+            raise ValueError(f"backbone must be one of {', '.join(BACKBONES)}, got {backbone!r}")
         self.save_hyperparameters(ignore=["tokenizer"])
-        if tokenizer is None and model_name_or_path is not None:
-            try:
-                tokenizer = build_tokenizer(model_name_or_path)
-            except OSError as exc:  # no tokenizer files there; a checkpoint may bring its own
-                log.warning("no tokenizer at %s (%s)", model_name_or_path, exc)
+        # Restoring a checkpoint of a pretrained network: the checkpoint brings the tokenizer,
+        # the config and the weights, so the pretrained files are not needed (on_load_checkpoint).
+        deferred = _RESTORING.get() and model_name_or_path is not None
+        if tokenizer is None and model_name_or_path is not None and not deferred:
+            tokenizer = self._tokenizer_from_name()
         self.tokenizer: PreTrainedTokenizerBase | None = tokenizer
-        self.model = build_seq2seq(model_name_or_path, config=model_config, tokenizer=tokenizer)
+        self.model: Any = None if deferred else self._build_network()
+
+    def _tokenizer_from_name(self) -> PreTrainedTokenizerBase | None:
+        try:
+            return build_tokenizer(self.hparams.model_name_or_path)
+        except OSError as exc:  # no tokenizer files there; a checkpoint may bring its own
+            log.warning("no tokenizer at %s (%s)", self.hparams.model_name_or_path, exc)
+            return None
+
+    def _build_network(self) -> Any:
+        hp = self.hparams
+        return build_seq2seq(
+            hp.model_name_or_path,
+            config=hp.model_config,
+            tokenizer=self.tokenizer,
+            backbone=hp.backbone,
+            decoder_config=hp.decoder_config,
+        )
+
+    @classmethod
+    def load_from_checkpoint(cls, checkpoint_path: Any, *args: Any, **kwargs: Any) -> MultitaskGenerator:  # type: ignore[override]
+        """Lightning's ``load_from_checkpoint``, rebuilding the network from the checkpoint's config.
+
+        A module first built from pretrained weights (``t5-base``, ``all-MiniLM-L6-v2``) is
+        restored without them: only the checkpoint is read.
+        """
+        token = _RESTORING.set(True)
+        try:
+            return super().load_from_checkpoint(checkpoint_path, *args, **kwargs)  # type: ignore[return-value]
+        finally:
+            _RESTORING.reset(token)
 
     # ------------------------------------------------------------------ losses
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor) -> Any:
-        """Run the T5 with teacher forcing; returns the Hugging Face output (``.loss``, ``.logits``)."""
-        return self.model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
+        """Run the network with teacher forcing; returns the Hugging Face output (``.loss``, ``.logits``).
+
+        For the encoder-decoder, a leading ``[CLS]`` of the labels (BERT tokenizers write targets
+        as ``[CLS] … [SEP]``) is dropped: the decoder gets it as its start token.
+        """
+        if self.model.config.model_type != "encoder-decoder":
+            return self.model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
+        labels = drop_start_token(labels, self.model.config.decoder_start_token_id)
+        with warnings.catch_warnings():  # EncoderDecoderModel warns on every call with labels
+            warnings.filterwarnings("ignore", message="Version v4.12.0 introduces", category=FutureWarning)
+            return self.model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
 
     def _task_loss(self, batch: dict[str, torch.Tensor], prefix: str) -> torch.Tensor | None:
         labels = batch.get(f"{prefix}labels")
@@ -188,8 +248,7 @@ class MultitaskGenerator(LightningModule):
         finally:
             if was_training:
                 self.model.train()
-        texts = tok.batch_decode(seqs, skip_special_tokens=True, clean_up_tokenization_spaces=False)
-        return [_clean(t) for t in texts]
+        return [_clean(t) for t in decode_generated(tok, seqs)]
 
     def generate_lf(
         self,
@@ -264,7 +323,11 @@ class MultitaskGenerator(LightningModule):
             checkpoint["tokenizer_files"] = tokenizer_files(self.tokenizer)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        """Restore the tokenizer (unless one was given) and rebuild the network if its shape differs."""
+        """Restore the tokenizer (unless one was given) and rebuild the network if its shape differs.
+
+        The network is rebuilt from ``checkpoint["model_config"]`` (a T5 or an encoder-decoder
+        config), so no pretrained files are read.
+        """
         files = checkpoint.get("tokenizer_files")
         if files:
             stored_tok = tokenizer_from_files(files)
@@ -276,17 +339,17 @@ class MultitaskGenerator(LightningModule):
                     "checkpoint; generations will be decoded with the given one"
                 )
         stored = checkpoint.get("model_config")
-        if stored:
-            current = self.model.config.to_dict()
-            if any(current.get(k) != stored.get(k) for k in _ARCH_FIELDS):
-                self.model = T5ForConditionalGeneration(T5Config.from_dict(stored))
-                if self.tokenizer is not None:
-                    wire_generation_ids(self.model, self.tokenizer)
+        if self.model is None:  # deferred by load_from_checkpoint
+            if self.tokenizer is None and self.hparams.model_name_or_path is not None:
+                self.tokenizer = self._tokenizer_from_name()
+            self.model = seq2seq_from_config(stored, self.tokenizer) if stored else self._build_network()
+        elif stored and architecture_signature(self.model.config.to_dict()) != architecture_signature(stored):
+            self.model = seq2seq_from_config(stored, self.tokenizer)
         if self.tokenizer is not None and len(self.tokenizer) > self.model.get_input_embeddings().num_embeddings:
             raise ValueError("the tokenizer has more tokens than the checkpoint's embeddings")
 
     def save_pretrained(self, out_dir: str | Path) -> Path:
-        """Export the T5 and its tokenizer as a Hugging Face folder (``from_pretrained``-ready)."""
+        """Export the network and its tokenizer as a Hugging Face folder (``from_pretrained``-ready)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(str(out))

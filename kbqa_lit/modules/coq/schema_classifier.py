@@ -1,12 +1,15 @@
 """``SchemaClassifier``: CoQ's joint relation/entity classifier, ``L = L_REL + L_ENT``.
 
-One T5 encoder (``mode="joint"``) reads both kinds of items (texts in
+One encoder (``mode="joint"``) reads both kinds of items (texts in
 :mod:`kbqa_lit.datamodules.coq.classifier_inputs`); the hidden states are averaged over the real tokens
 (masked mean pooling: padding never changes a score), a Linear layer gives one logit per item and
 the sigmoid its probability. Each task's loss is the binary cross-entropy (with logits) averaged
 over that task's items in the batch; ``loss = L_REL + L_ENT``. ``mode="separate"`` trains one
 encoder per task (the paper's Table 6 comparison) and ``shared_head=False`` gives each task its
-own Linear layer.
+own Linear layer. The encoder is a T5 encoder (the paper's; ``t5-base``) or any pretrained BERT-like
+encoder (``all-MiniLM-L6-v2`` offline, ``bert-base-uncased``), named by ``model_name_or_path`` and
+read with its own tokenizer (the datamodule's ``tokenizer_name_or_path``); without a name a tiny
+one is built (``tiny_encoder``).
 
 Batches are those of :class:`~kbqa_lit.datamodules.coq.classifier.SchemaDataModule`: ``input_ids``,
 ``attention_mask``, ``labels``, ``task`` (0 relation, 1 entity). Validation logs precision, recall
@@ -31,14 +34,10 @@ from lightning.pytorch import LightningModule
 from torch import nn
 from torchmetrics import MetricCollection
 from torchmetrics.classification import BinaryF1Score, BinaryPrecision, BinaryRecall
-from transformers import (
-    PreTrainedTokenizerBase,
-    T5Config,
-    T5EncoderModel,
-)
+from transformers import PreTrainedTokenizerBase
 
-from kbqa_lit.backbones.common import tokenizer_files, tokenizer_from_files
-from kbqa_lit.backbones.encoders import build_encoder
+from kbqa_lit.backbones.common import architecture_signature, tokenizer_files, tokenizer_from_files
+from kbqa_lit.backbones.encoders import build_encoder, encoder_from_config
 from kbqa_lit.backbones.seq2seq import build_tokenizer
 from kbqa_lit.data.coq.classifier_texts import ENT_TASK, REL_TASK, entity_item_relations, entity_text, relation_text
 from kbqa_lit.modules.training_setup import decay_groups, warmup_schedule
@@ -46,7 +45,6 @@ from kbqa_lit.modules.training_setup import decay_groups, warmup_schedule
 log = logging.getLogger(__name__)
 
 TASKS = {REL_TASK: "rel", ENT_TASK: "ent"}
-_ARCH_FIELDS = ("vocab_size", "d_model", "d_ff", "d_kv", "num_heads", "num_layers")
 
 
 def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -66,15 +64,19 @@ def _metrics(threshold: float) -> MetricCollection:
 
 
 class SchemaClassifier(LightningModule):
-    """Refine candidate relations and entities with one T5 encoder and two tasks (CoQ step 2b).
+    """Refine candidate relations and entities with one encoder and two tasks (CoQ step 2b).
 
     Args:
-        model_name_or_path: Hub name or local folder of a pretrained T5 (``t5-base``); ``None``
-            builds a fresh encoder from ``model_config``.
-        model_config: T5 config fields: on top of the tiny T5 without ``model_name_or_path``,
-            overrides of the pretrained config with it.
+        model_name_or_path: Hub name or local folder of a pretrained encoder: a T5 (``t5-base``,
+            its encoder stack is used) or a BERT-like encoder (``bert-base-uncased``, or
+            ``all-MiniLM-L6-v2`` = the offline MiniLM folder); ``None`` builds a fresh tiny
+            encoder from ``model_config``.
+        model_config: Encoder config fields: on top of the tiny encoder without
+            ``model_name_or_path``, overrides of the pretrained config with it.
         tokenizer: The tokenizer (linked from ``data.tokenizer`` by the CLI); ``None`` loads it from
             ``model_name_or_path`` (a checkpoint restores its own).
+        tiny_encoder: Which tiny encoder ``model_name_or_path: null`` builds: ``t5`` (a T5
+            encoder stack) or ``bert``; a named encoder's own type wins.
         mode: ``joint`` (one encoder for both tasks, the paper) or ``separate`` (one per task).
         shared_head: One Linear layer for both tasks (true) or one per task.
         threshold: Probability above which an item counts as refined (metrics, prediction).
@@ -91,6 +93,7 @@ class SchemaClassifier(LightningModule):
         model_name_or_path: str | None = None,
         model_config: dict[str, Any] | None = None,
         tokenizer: Any = None,
+        tiny_encoder: Literal["t5", "bert"] = "t5",
         mode: Literal["joint", "separate"] = "joint",
         shared_head: bool = False,
         threshold: float = 0.5,
@@ -113,14 +116,19 @@ class SchemaClassifier(LightningModule):
             except OSError as exc:
                 log.warning("no tokenizer at %s (%s)", model_name_or_path, exc)
         self.tokenizer: PreTrainedTokenizerBase | None = tokenizer
-        self._build_network(lambda: build_encoder(model_name_or_path, model_config, tokenizer, tiny="t5"))
+        self._build_network(lambda: build_encoder(model_name_or_path, model_config, tokenizer, tiny=tiny_encoder))
         self.val_metrics = nn.ModuleDict({name: _metrics(threshold) for name in TASKS.values()})
         self.loss_fn = nn.BCEWithLogitsLoss()
 
     def _build_network(self, make_encoder: Any) -> None:
         n_enc = 1 if self.hparams.mode == "joint" else 2
-        self.encoders = nn.ModuleList([make_encoder() for _ in range(n_enc)])
-        dim = self.encoders[0].config.d_model
+        encoders = [make_encoder() for _ in range(n_enc)]
+        for encoder in encoders:
+            if getattr(encoder, "pooler", None) is not None:
+                encoder.pooler = None  # masked mean pooling instead; an unused pooler would trouble DDP
+            encoder.train()  # from_pretrained leaves it in eval mode
+        self.encoders = nn.ModuleList(encoders)
+        dim = self.encoders[0].config.hidden_size  # T5 maps hidden_size to d_model
         self.heads = nn.ModuleList([nn.Linear(dim, 1) for _ in range(1 if self.hparams.shared_head else 2)])
 
     # ------------------------------------------------------------------ forward and losses
@@ -303,8 +311,8 @@ class SchemaClassifier(LightningModule):
         stored = checkpoint.get("encoder_config")
         if stored:
             current = self.encoders[0].config.to_dict()
-            if any(current.get(k) != stored.get(k) for k in _ARCH_FIELDS):
-                self._build_network(lambda: T5EncoderModel(T5Config.from_dict(stored)))
+            if architecture_signature(current) != architecture_signature(stored):
+                self._build_network(lambda: encoder_from_config(stored))
 
 
 __all__ = ["SchemaClassifier", "masked_mean"]
