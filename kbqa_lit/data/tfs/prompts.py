@@ -5,8 +5,12 @@ Four tasks, named as in the configs (the instructions are the paper's, editable 
     task       input                               response
     s1         question                            normalised logical form with entity mentions
     s2_items   question                            schema items ; entity mentions        (S2, step t1)
-    s2_lf      question | schema items ; mentions  normalised logical form               (S2, step t2)
+    s2_lf      schema items ; mentions             normalised logical form               (S2, step t2)
     s3         question                            answer names joined with " | "
+
+S2-t2 reads the items only (``s2_lf_input="items"``, the paper's Fig. 3); ``"question_items"``
+prepends the question (``question | items``). Training and inference build it with
+:func:`s2_lf_input`, so the two agree when they are given the same setting.
 
 The logical form is :func:`~kbqa_lit.kb.normalize.normalize_sexpr`'s text: operators as words,
 relations and classes as bracketed words, entities as their *mentions* (labels) in brackets::
@@ -16,6 +20,12 @@ relations and classes as bracketed words, entities as their *mentions* (labels) 
 The S2 items use the same word scheme, relations (then classes) in order of first use, a
 `` ; ``, then the entity mentions: ``[ people , person , place of birth ] ; [ Amos Garrick ]``.
 :func:`parse_items` reads them back (relation ids and mentions), for entity linking at inference.
+
+Schema forms (``schema_form``): ``words`` (above, the default) or ``ids``, raw Freebase ids as
+the paper writes them: ``( join ( reverse people.person.place_of_birth ) [ Amos Garrick ] )``
+and items ``[ people.person.place_of_birth ] ; [ Amos Garrick ]``. The denormaliser reads a
+bare id as itself, so both forms execute the same way; :func:`read_schema_ids` also unbrackets
+``[ people.person.place_of_birth ]`` in a logical form of the ``ids`` form (models write it so).
 
 Templates (the prompt is ``prefix + input + suffix``, the response follows the suffix):
 
@@ -32,8 +42,8 @@ from collections.abc import Mapping
 
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.normalize import normalize_sexpr, schema_to_words, words_to_schema
-from kbqa_lit.kb.sexpr import schema_items
+from kbqa_lit.kb.normalize import OPERATOR_WORDS, normalize_sexpr, schema_to_words, words_to_schema
+from kbqa_lit.kb.sexpr import ENTITY_RE, SCHEMA_RE, Atom, SExpr, atoms_with_roles, parse_sexpr, schema_items
 
 #: The instruction tasks, in fallback order.
 TASKS: tuple[str, ...] = ("s1", "s2_items", "s2_lf", "s3")
@@ -58,11 +68,16 @@ ALPACA_PREAMBLE = (
 ANSWER_SEPARATOR = " | "
 #: Between the schema items and the entity mentions of an S2-t1 response.
 ITEM_SEPARATOR = " ; "
-#: Between the question and the items in an S2-t2 input.
+#: Between the question and the items in an S2-t2 input (``s2_lf_input="question_items"``).
 QUESTION_SEPARATOR = " | "
+#: What S2-t2 reads: the items only (the paper's Fig. 3), or the question and the items.
+S2_LF_INPUTS: tuple[str, ...] = ("items", "question_items")
+#: How logical forms and S2 items write relations and classes: as words, or as raw Freebase ids.
+SCHEMA_FORMS: tuple[str, ...] = ("words", "ids")
 
 _SPAN_RE = re.compile(r"\[\s*(.*?)\s*\](?=\s|$|\[)")
 _SCHEMA_SEP_RE = re.compile(r"\s,\s")
+_BRACKETED_ID_RE = re.compile(r"\[\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_][A-Za-z0-9_-]*)+)\s*\](?=\s|\)|$)")
 
 
 def check_tasks(tasks: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
@@ -125,17 +140,73 @@ def format_prompt(template: str, instruction: str, input_text: str, system_promp
     return "".join(prompt_parts(template, instruction, input_text, system_prompt))
 
 
+def check_format(s2_lf_input: str = "items", schema_form: str = "words") -> tuple[str, str]:
+    """Validate the two input/output format settings; return them.
+
+    Raises:
+        ValueError: For a value outside :data:`S2_LF_INPUTS` or :data:`SCHEMA_FORMS`.
+    """
+    if s2_lf_input not in S2_LF_INPUTS:
+        raise ValueError(f"unknown s2_lf_input {s2_lf_input!r}; choose from {', '.join(S2_LF_INPUTS)}")
+    if schema_form not in SCHEMA_FORMS:
+        raise ValueError(f"unknown schema_form {schema_form!r}; choose from {', '.join(SCHEMA_FORMS)}")
+    return s2_lf_input, schema_form
+
+
 # --------------------------------------------------------------------------- targets
 
 
-def lf_target(ex: KBQAExample) -> str | None:
-    """The normalised gold logical form with entity mentions, or ``None`` without a usable gold."""
+def _wrapped(atom_text: str, labels: Mapping[str, str]) -> str:
+    """How the normalised form writes one entity or literal atom (cut out of a one-hop form)."""
+    text = normalize_sexpr(f"(JOIN x.y {atom_text})", labels)
+    return text[len("( join [ x , y ] ") : -len(" )")]
+
+
+def sexpr_with_ids(expr: str | SExpr, labels: Mapping[str, str]) -> str:
+    """The normalised form with raw relation and class ids (``schema_form="ids"``).
+
+    Operators, entity mentions and literals are written as :func:`normalize_sexpr` writes them;
+    relations and classes stay ids: ``( join ( reverse people.person.place_of_birth ) [ Ada ] )``.
+
+    Raises:
+        SExprError: When ``expr`` is not a valid S-expression.
+    """
+    node = parse_sexpr(expr) if isinstance(expr, str) else expr
+    roles = {id(atom): role for atom, role in atoms_with_roles(node)}
+
+    def render(n: SExpr) -> str:
+        if isinstance(n, Atom):
+            return n.text if roles[id(n)] in ("relation", "class") else _wrapped(n.text, labels)
+        return " ".join(["(", OPERATOR_WORDS[n.op], *(render(a) for a in n.args), ")"])
+
+    return render(node)
+
+
+def lf_target(ex: KBQAExample, schema_form: str = "words") -> str | None:
+    """The normalised gold logical form with entity mentions, or ``None`` without a usable gold.
+
+    Args:
+        ex: The example.
+        schema_form: ``words`` (``[ people , person , place of birth ]``) or ``ids``
+            (``people.person.place_of_birth``).
+    """
     if not ex.s_expression:
         return None
     try:
+        if schema_form == "ids":
+            return sexpr_with_ids(ex.s_expression, ex.entity_labels())
         return normalize_sexpr(ex.s_expression, ex.entity_labels())
     except SExprError:
         return None
+
+
+def read_schema_ids(text: str) -> str:
+    """Unbracket raw schema ids in a generated logical form: ``[ a.b.c ]`` → ``a.b.c``.
+
+    For the ``ids`` form only: a model trained on bare ids sometimes brackets one, which the
+    denormaliser would read as an entity mention. Entity ids (``m.*``) stay bracketed.
+    """
+    return _BRACKETED_ID_RE.sub(lambda m: m.group(0) if ENTITY_RE.match(m.group(1)) else m.group(1), text)
 
 
 def entity_mention(entity: str, labels: Mapping[str, str]) -> str:
@@ -144,8 +215,11 @@ def entity_mention(entity: str, labels: Mapping[str, str]) -> str:
     return text[len("( join [ x , y ] [ ") : -len(" ] )")]
 
 
-def items_target(ex: KBQAExample) -> str | None:
-    """S2-t1 response: ``[ relation words ] ... ; [ mention ] ...``, or ``None`` without a gold."""
+def items_target(ex: KBQAExample, schema_form: str = "words") -> str | None:
+    """S2-t1 response: ``[ relation words ] ... ; [ mention ] ...``, or ``None`` without a gold.
+
+    With ``schema_form="ids"`` the schema items are bracketed ids: ``[ people.person.place_of_birth ]``.
+    """
     if not ex.s_expression:
         return None
     try:
@@ -153,7 +227,8 @@ def items_target(ex: KBQAExample) -> str | None:
     except SExprError:
         return None
     labels = ex.entity_labels()
-    schema = " ".join(f"[ {schema_to_words(r)} ]" for r in (*items.relations, *items.classes))
+    write = (lambda r: r) if schema_form == "ids" else schema_to_words
+    schema = " ".join(f"[ {write(r)} ]" for r in (*items.relations, *items.classes))
     mentions = " ".join(f"[ {entity_mention(e, labels)} ]" for e in items.entities)
     return f"{schema}{ITEM_SEPARATOR}{mentions}".strip()
 
@@ -161,8 +236,9 @@ def items_target(ex: KBQAExample) -> str | None:
 def parse_items(text: str) -> tuple[list[str], list[str]]:
     """Read an S2-t1 response into ``(relation and class ids, entity mentions)``.
 
-    Bracketed spans with a `` , `` are schema items (kept when they spell an id), other spans
-    after the `` ; `` are mentions; an unbracketed mention part is one mention.
+    Bracketed spans with a `` , `` are schema items (kept when they spell an id), and so are
+    spans before the `` ; `` that are a raw dotted id (the ``ids`` form); other spans after the
+    `` ; `` are mentions; an unbracketed mention part is one mention.
     """
     schema_part, sep, mention_part = text.partition(ITEM_SEPARATOR.strip())
     if not sep:
@@ -175,6 +251,8 @@ def parse_items(text: str) -> tuple[list[str], list[str]]:
                 schema.append(words_to_schema(span))
             except SExprError:
                 continue
+        elif SCHEMA_RE.match(span) and not ENTITY_RE.match(span):
+            schema.append(span)
         elif span:
             mentions.append(span)
     spans = _SPAN_RE.findall(mention_part.strip() + " ")
@@ -184,9 +262,14 @@ def parse_items(text: str) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(schema)), list(dict.fromkeys(mentions))
 
 
-def s2_lf_input(question: str, items: str) -> str:
-    """S2-t2 input: the question and the (gold or generated) items."""
-    return f"{question}{QUESTION_SEPARATOR}{items}"
+def s2_lf_input(question: str, items: str, mode: str = "items") -> str:
+    """S2-t2 input: the (gold or generated) items, after the question with ``mode="question_items"``.
+
+    Raises:
+        ValueError: For an unknown ``mode``.
+    """
+    check_format(mode)
+    return items if mode == "items" else f"{question}{QUESTION_SEPARATOR}{items}"
 
 
 def answer_target(ex: KBQAExample, max_answers: int | None = None) -> str | None:
@@ -197,19 +280,26 @@ def answer_target(ex: KBQAExample, max_answers: int | None = None) -> str | None
     return ANSWER_SEPARATOR.join(names) if names else None
 
 
-def task_input(task: str, ex: KBQAExample) -> str:
-    """The training/evaluation input of ``task`` for ``ex`` (S2-t2 gets the gold items)."""
+def task_input(task: str, ex: KBQAExample, s2_lf_mode: str = "items", schema_form: str = "words") -> str:
+    """The training/evaluation input of ``task`` for ``ex`` (S2-t2 gets the gold items).
+
+    Args:
+        task: The task name.
+        ex: The example.
+        s2_lf_mode: What S2-t2 reads (see :func:`s2_lf_input`).
+        schema_form: How the S2-t2 input's items write relations (``words`` or ``ids``).
+    """
     if task == "s2_lf":
-        return s2_lf_input(ex.question, items_target(ex) or "")
+        return s2_lf_input(ex.question, items_target(ex, schema_form) or "", s2_lf_mode)
     return ex.question
 
 
-def task_target(task: str, ex: KBQAExample, max_answers: int | None = None) -> str | None:
+def task_target(task: str, ex: KBQAExample, max_answers: int | None = None, schema_form: str = "words") -> str | None:
     """The gold response of ``task`` for ``ex``, or ``None`` when the example has none."""
     if task in ("s1", "s2_lf"):
-        return lf_target(ex)
+        return lf_target(ex, schema_form)
     if task == "s2_items":
-        return items_target(ex)
+        return items_target(ex, schema_form)
     if task == "s3":
         return answer_target(ex, max_answers)
     raise ValueError(f"unknown task {task!r}")
@@ -220,9 +310,12 @@ __all__ = [
     "ANSWER_SEPARATOR",
     "DEFAULT_INSTRUCTIONS",
     "ITEM_SEPARATOR",
+    "S2_LF_INPUTS",
+    "SCHEMA_FORMS",
     "TASKS",
     "TEMPLATES",
     "answer_target",
+    "check_format",
     "check_tasks",
     "entity_mention",
     "format_prompt",
@@ -230,8 +323,10 @@ __all__ = [
     "lf_target",
     "parse_items",
     "prompt_parts",
+    "read_schema_ids",
     "resolve_instructions",
     "s2_lf_input",
+    "sexpr_with_ids",
     "task_input",
     "task_target",
 ]

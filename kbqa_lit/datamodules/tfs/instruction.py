@@ -4,13 +4,14 @@ Each split is a JSON-lines file of :class:`~kbqa_lit.data.schema.KBQAExample` (a
 converted with ``kbqa data convert``, or the synthetic world, built into ``data_dir`` on first use
 when ``synthetic_seed`` is set). Every example gives one row per configured task (see
 :mod:`kbqa_lit.data.tfs.prompts`): ``s1`` question → logical form with entity mentions,
-``s2_items`` question → ``relations ; mentions``, ``s2_lf`` question and items → logical form,
-``s3`` question → answer names. Several tasks are mixed in one run (rows shuffled together) or
+``s2_items`` question → ``relations ; mentions``, ``s2_lf`` items (or question and items, by
+``s2_lf_input``) → logical form, ``s3`` question → answer names; ``schema_form`` writes relations
+as words or as raw Freebase ids. Several tasks are mixed in one run (rows shuffled together) or
 one task per run, by ``tasks``.
 
 Rows are tokenised by :class:`~kbqa_lit.datamodules.tfs.instruction_batches.InstructionEncoder`
-(Alpaca prompt by default, LLaMA-2 chat as an option; loss on the response only; prompts of at
-most ``max_length`` tokens) and padded by
+(Alpaca prompt by default, LLaMA-2 chat as an option; loss on the response only; inputs of at
+most ``max_input_length`` tokens, the template never cut) and padded by
 :class:`~kbqa_lit.datamodules.tfs.instruction_batches.InstructionCollator`: batches hold
 ``input_ids``, ``attention_mask``, ``labels``, left-padded ``prompt_input_ids``/
 ``prompt_attention_mask`` for generation, ``index`` (positions in :meth:`examples` of the
@@ -32,7 +33,7 @@ from torch.utils.data import DataLoader
 from transformers import PreTrainedTokenizerBase
 
 from kbqa_lit.backbones.causal import build_causal_tokenizer
-from kbqa_lit.data.tfs.prompts import TASKS, check_tasks, task_input, task_target
+from kbqa_lit.data.tfs.prompts import TASKS, check_tasks
 from kbqa_lit.datamodules.samplers import UnrepeatedDistributedSampler
 from kbqa_lit.datamodules.split_files import SPLITS, STAGE_SPLITS, SplitFilesMixin, canonical_split
 from kbqa_lit.datamodules.tfs.instruction_batches import InstructionCollator, InstructionEncoder, pad_id
@@ -65,9 +66,17 @@ class InstructionDataModule(SplitFilesMixin, LightningDataModule):
             byte-level BPE tokenizer on the training prompts and responses, cached under
             ``<data_dir>/.tokenizer``.
         vocab_size: Vocabulary size of a trained tokenizer.
-        max_length: Most prompt tokens (the paper's max input length, 128); a longer input is cut
-            at its end, the instruction and the response cue are kept.
+        max_length: Most tokens of the whole prompt, template included (``None``: no cap, the
+            default); only the input is cut to meet it.
         max_response_length: Most response tokens, the end token included (never cut).
+        max_input_length: Most tokens of the input (question, or S2 items): the paper's max input
+            length, 128. A longer input is cut at its end; the template is never cut.
+        s2_lf_input: What S2-t2 reads: ``items`` (the paper's Fig. 3, default) or
+            ``question_items`` (``question | items``). Saved with the adapter, so ``kbqa lora
+            pipeline`` builds the t2 input the same way.
+        schema_form: How logical forms and S2 items write relations and classes: ``words``
+            (``[ people , person , place of birth ]``, default) or ``ids``
+            (``people.person.place_of_birth``). Saved with the adapter.
         max_answers: S3 responses list at most this many answer names.
         batch_size: Training batch size (per device; the paper uses 8).
         eval_batch_size: Validation/test/predict batch size (per device).
@@ -96,8 +105,11 @@ class InstructionDataModule(SplitFilesMixin, LightningDataModule):
         system_prompt: str | None = None,
         tokenizer_name_or_path: str | None = None,
         vocab_size: int = 2000,
-        max_length: int = 128,
+        max_length: int | None = None,
         max_response_length: int = 128,
+        max_input_length: int = 128,
+        s2_lf_input: Literal["items", "question_items"] = "items",
+        schema_form: Literal["words", "ids"] = "words",
         max_answers: int = 10,
         batch_size: int = 8,
         eval_batch_size: int = 16,
@@ -110,16 +122,23 @@ class InstructionDataModule(SplitFilesMixin, LightningDataModule):
         super().__init__()
         self._init_linking(linking, linking_store, linking_build_from, linking_top_k)
         self._init_split_files(data_dir, train_file, val_file, test_file, predict_file, synthetic_seed)
+        fmt = {
+            "max_input_length": max_input_length,
+            "s2_lf_input": s2_lf_input,
+            "schema_form": schema_form,
+        }
         try:
             self.tasks: tuple[str, ...] = check_tasks(tasks)
-            InstructionEncoder(None, template, instructions, system_prompt, max_length, max_response_length)
+            self.text_encoder = InstructionEncoder(
+                None, template, instructions, system_prompt, max_length, max_response_length, **fmt
+            )
         except ValueError as exc:
             raise UserInputError(str(exc)) from None
         self.save_hyperparameters()
         self._rows: dict[str, list[dict[str, Any]]] = {}
         self.tokenizer: PreTrainedTokenizerBase = self._build_tokenizer()
         self.encoder = InstructionEncoder(
-            self.tokenizer, template, instructions, system_prompt, max_length, max_response_length
+            self.tokenizer, template, instructions, system_prompt, max_length, max_response_length, **fmt
         )
 
     # ------------------------------------------------------------------ files and examples
@@ -131,18 +150,13 @@ class InstructionDataModule(SplitFilesMixin, LightningDataModule):
         splits = ["train"] if self._has("train") else [s for s in ("val", "test", "predict") if self._has(s)]
         if splits != ["train"]:
             log.warning("no training file: training the tokenizer on %s", ", ".join(splits) or "nothing")
-        text_encoder = InstructionEncoder(
-            None,
-            self.hparams.template,
-            self.hparams.instructions,
-            self.hparams.system_prompt,
-        )
+        text_encoder = self.text_encoder
         texts: list[str] = []
         for split in dict.fromkeys(splits):
             for ex in self.gold_examples(split):
                 for task in TASKS:  # every task, so one tokenizer serves runs of any task mix
-                    target = task_target(task, ex, self.hparams.max_answers)
-                    texts.append(text_encoder.prompt_text(task, task_input(task, ex)))
+                    target = text_encoder.target_of(task, ex, self.hparams.max_answers)
+                    texts.append(text_encoder.prompt_text(task, text_encoder.input_of(task, ex)))
                     if target:
                         texts.append(target)
         return texts
@@ -177,11 +191,11 @@ class InstructionDataModule(SplitFilesMixin, LightningDataModule):
             skipped = 0
             for i, ex in enumerate(self.gold_examples(split)):  # teacher-forced rows (losses)
                 for task in self.tasks:
-                    target = task_target(task, ex, self.hparams.max_answers)
+                    target = self.encoder.target_of(task, ex, self.hparams.max_answers)
                     if target is None and (split == "train" or task == "s2_lf"):
                         skipped += 1
                         continue
-                    row = self.encoder.encode(task, task_input(task, ex), target)
+                    row = self.encoder.encode(task, self.encoder.input_of(task, ex), target)
                     row.update(index=i, task=TASKS.index(task))
                     out.append(row)
             if skipped:

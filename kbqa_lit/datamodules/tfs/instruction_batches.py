@@ -6,10 +6,12 @@
     labels     = -100 ...................  response </s>      (loss on the response only)
     prompt_ids = <s> prefix input suffix                       (what generation starts from)
 
-The prompt (``<s>`` + template prefix + input + template suffix) is at most ``max_length``
-tokens: a longer prompt loses the end of its *input* (the instruction and the template's
-response cue are kept). The response is at most ``max_response_length`` tokens including the
-closing ``</s>``, which is never cut. Every piece is encoded with ``add_special_tokens=False``
+The *input* (the question, or the S2 items) is at most ``max_input_length`` tokens — the paper's
+128-token limit counts the input, not the template: a longer input loses its end, and the
+template (preamble, instruction, response cue) is never cut. ``max_length`` optionally caps the
+whole prompt (``<s>`` + prefix + input + suffix) as well, again by cutting the input only. The
+response is at most ``max_response_length`` tokens including the closing ``</s>``, which is never
+cut. Every piece is encoded with ``add_special_tokens=False``
 and ``<s>``/``</s>`` are added here, so hub LLaMA tokenizers and the trained BPE tokenizer
 behave alike, and training and inference (:meth:`InstructionEncoder.prompt_batch`) tokenise a
 prompt the same way.
@@ -29,7 +31,8 @@ from typing import Any
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from kbqa_lit.data.tfs.prompts import TASKS, prompt_parts, resolve_instructions
+from kbqa_lit.data.schema import KBQAExample
+from kbqa_lit.data.tfs.prompts import TASKS, check_format, prompt_parts, resolve_instructions, task_input, task_target
 from kbqa_lit.datamodules.collate import IGNORE_INDEX, pad_sequences
 
 
@@ -52,8 +55,16 @@ class InstructionEncoder:
         template: ``"alpaca"`` or ``"llama2_chat"``.
         instructions: Task → instruction overrides of the paper's instructions.
         system_prompt: System prompt of the ``llama2_chat`` template.
-        max_length: Most prompt tokens (``<s>`` included); longer inputs are cut at the end.
+        max_length: Most tokens of the whole prompt (``<s>`` and template included), or ``None``
+            for no such cap; only the input is cut to meet it.
         max_response_length: Most response tokens, ``</s>`` included (kept when cutting).
+        max_input_length: Most input tokens (the question, or the S2 items; the paper's 128);
+            longer inputs are cut at the end, the template never.
+        s2_lf_input: What S2-t2 reads: ``items`` (the paper) or ``question_items``.
+        schema_form: How logical forms and S2 items write relations: ``words`` or ``ids``.
+
+    Raises:
+        ValueError: For a bad length, template or format setting.
     """
 
     def __init__(
@@ -62,18 +73,25 @@ class InstructionEncoder:
         template: str = "alpaca",
         instructions: Mapping[str, str] | None = None,
         system_prompt: str | None = None,
-        max_length: int = 128,
+        max_length: int | None = None,
         max_response_length: int = 128,
+        max_input_length: int = 128,
+        s2_lf_input: str = "items",
+        schema_form: str = "words",
     ) -> None:
-        if max_length < 4 or max_response_length < 1:
-            raise ValueError("max_length must be at least 4 and max_response_length at least 1")
+        if max_input_length < 1 or max_response_length < 1 or (max_length is not None and max_length < 4):
+            raise ValueError(
+                "max_input_length and max_response_length must be at least 1, max_length at least 4 (or None)"
+            )
         prompt_parts(template, "", "")  # validates the template name
+        self.s2_lf_input, self.schema_form = check_format(s2_lf_input, schema_form)
         self.tokenizer = tokenizer
         self.template = template
         self.instructions = resolve_instructions(instructions)
         self.system_prompt = system_prompt
-        self.max_length = int(max_length)
+        self.max_length = None if max_length is None else int(max_length)
         self.max_response_length = int(max_response_length)
+        self.max_input_length = int(max_input_length)
         self._frames: dict[str, tuple[list[int], list[int]]] = {}
 
     # ------------------------------------------------------------------ text
@@ -88,6 +106,14 @@ class InstructionEncoder:
         """The prompt of ``task`` for ``input_text`` as text."""
         return "".join(self.parts(task, input_text))
 
+    def input_of(self, task: str, ex: KBQAExample) -> str:
+        """The teacher-forced input of ``task`` for ``ex`` under this encoder's format settings."""
+        return task_input(task, ex, self.s2_lf_input, self.schema_form)
+
+    def target_of(self, task: str, ex: KBQAExample, max_answers: int | None = None) -> str | None:
+        """The gold response of ``task`` for ``ex`` in this encoder's schema form (``None``: no gold)."""
+        return task_target(task, ex, max_answers, self.schema_form)
+
     def settings(self) -> dict[str, Any]:
         """The prompt settings as a JSON-ready dict (saved next to adapters for inference)."""
         return {
@@ -96,6 +122,9 @@ class InstructionEncoder:
             "system_prompt": self.system_prompt,
             "max_length": self.max_length,
             "max_response_length": self.max_response_length,
+            "max_input_length": self.max_input_length,
+            "s2_lf_input": self.s2_lf_input,
+            "schema_form": self.schema_form,
         }
 
     # ------------------------------------------------------------------ ids
@@ -119,17 +148,23 @@ class InstructionEncoder:
         return list(prefix_ids), list(suffix_ids)
 
     def encode_prompt(self, task: str, input_text: str) -> list[int]:
-        """``<s>`` + prompt ids, at most ``max_length`` long (the input's end is cut first)."""
+        """``<s>`` + prompt ids; the input is cut to ``max_input_length`` (and ``max_length``), the template never.
+
+        Raises:
+            ValueError: When ``max_length`` leaves no room for the template itself.
+        """
         tok = self._tok()
         prefix, suffix = self._frame(task)
-        body = self._ids(input_text)
-        budget = self.max_length - (1 if tok.bos_token_id is not None else 0)
-        if len(prefix) + len(body) + len(suffix) > budget:
-            body = body[: max(0, budget - len(prefix) - len(suffix))]
-            if len(prefix) + len(suffix) > budget:
-                prefix = prefix[: max(0, budget - len(suffix))]
-                suffix = suffix[-budget:] if len(suffix) > budget else suffix
         head = [tok.bos_token_id] if tok.bos_token_id is not None else []
+        body = self._ids(input_text)[: self.max_input_length]
+        if self.max_length is not None:
+            room = self.max_length - len(head) - len(prefix) - len(suffix)
+            if room < 0:
+                raise ValueError(
+                    f"max_length {self.max_length} is shorter than the {task} template "
+                    f"({len(head) + len(prefix) + len(suffix)} tokens); raise it or set it to null"
+                )
+            body = body[:room]
         return head + prefix + body + suffix
 
     def encode_response(self, response: str) -> list[int]:

@@ -11,16 +11,18 @@ settings (see ``configs/tfs/pipeline.yaml``)::
       - name: tiny
         adapters: {s1: outputs/tfs/s1/adapter, s2_items: ..., s2_lf: ..., s3: ...}
     decoding: {s1_beams: 5, max_new_tokens: 96}
-    linking: {surface_index: kb}
+    linking: {mode: predicted, linkers: [kb, file], kb_match: exact, results_file: elq_test.jsonl}
     out: outputs/tfs/pipeline_predictions.jsonl
 
 Every field is typed: an unknown key, a wrong type or a missing required value is a
 :class:`~kbqa_lit.errors.UserInputError` naming the file and the field. :func:`run_pipeline` runs
-a parsed config.
+a parsed config. The old ``linking.surface_index: kb`` (``null``) still reads, as ``linkers: [kb]``
+(``[]``).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional
@@ -31,7 +33,10 @@ from kbqa_lit.data.linking import ORACLE_PREFIX
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.errors import UserInputError
 
+log = logging.getLogger(__name__)
+
 Strategy = Literal["s1", "s2", "s3"]
+Linker = Literal["kb", "file"]
 
 
 @dataclass
@@ -77,6 +82,11 @@ class MemberConfig:
         adapters: Task (``s1``, ``s2_items``, ``s2_lf``, ``s3``) → adapter folder; one folder may serve several.
         base: Base model name or folder (default: the one each adapter records).
         torch_dtype: Dtype to load the base in (``bfloat16`` on GPUs).
+        s2_lf_input: What S2-t2 reads (``items`` or ``question_items``) for adapters that record
+            none; ``None``: as each adapter records (``items`` when it records nothing). A value
+            an adapter contradicts is an error: training and inference build the input alike.
+        schema_form: How the adapters write relations (``words`` or ``ids``), likewise; both
+            forms are read either way, ``ids`` also unbrackets ``[ a.b.c ]``.
         overrides: Further :class:`~kbqa_lit.modules.tfs.lora_causal_lm.LoraCausalLM` arguments.
     """
 
@@ -84,6 +94,8 @@ class MemberConfig:
     adapters: dict[str, str]
     base: Optional[str] = None  # noqa: UP045
     torch_dtype: Optional[str] = None  # noqa: UP045
+    s2_lf_input: Optional[Literal["items", "question_items"]] = None  # noqa: UP045
+    schema_form: Optional[Literal["words", "ids"]] = None  # noqa: UP045
     overrides: dict[str, Any] = field(default_factory=dict)
 
 
@@ -109,13 +121,25 @@ class LinkingConfig:
             ``dataset-given`` (its topic entities, for MetaQA/PathQuestion) or ``gold`` (an oracle:
             gold topic entities and the gold form's labels; the metrics are reported under
             ``oracle/``).
-        surface_index: ``kb``: exact-name lookup in the store; ``None``: none.
-        candidates_per_mention: Ids taken per mention from the surface index.
+        linkers: The mention linkers, merged per mention in this order (each one an ablation
+            switch; see :mod:`kbqa_lit.pipelines.tfs.linkers`): ``kb`` (names in the store,
+            ``kb_match``) and ``file`` (``results_file``). ``[]``: only the example's own entities.
+        kb_match: ``exact`` (one SPARQL query per mention; any store, Freebase endpoints too) or
+            ``fuzzy`` (the store's surface-name index: names and aliases, normalised and fuzzy
+            matches; reads every name once, so meant for embedded stores).
+        results_file: Precomputed linking results (ELQ/ReFinED-style JSON lines or JSON: per
+            question id, mention → candidate ids with scores); read when ``file`` is a linker.
+        fuzzy_threshold: Least similarity of a fuzzy match (``kb_match: fuzzy``, and a generated
+            mention against the file's mentions).
+        candidates_per_mention: Ids each linker gives per mention.
         max_readings: Readings (choices of ids) executed per logical form.
     """
 
     mode: Literal["predicted", "dataset-given", "gold"] = "predicted"
-    surface_index: Optional[Literal["kb"]] = "kb"  # noqa: UP045
+    linkers: list[Linker] = field(default_factory=lambda: ["kb"])
+    kb_match: Literal["exact", "fuzzy"] = "exact"
+    results_file: Optional[str] = None  # noqa: UP045
+    fuzzy_threshold: float = 0.8
     candidates_per_mention: int = 5
     max_readings: int = 8
 
@@ -157,6 +181,7 @@ def load_pipeline_config(path: str | Path) -> TFSPipelineConfig:
         raise UserInputError(f"bad pipeline config {path}: {exc}") from None
     if not isinstance(raw, dict):
         raise UserInputError(f"bad pipeline config {path}: expected a mapping at the top")
+    _upgrade_linking(raw, path)
     parser = _parser()
     try:
         cfg = parser.parse_object({"pipeline": raw})
@@ -165,7 +190,47 @@ def load_pipeline_config(path: str | Path) -> TFSPipelineConfig:
         raise UserInputError(f"bad pipeline config {path}: {exc}") from None
     if not built.members:
         raise UserInputError(f"bad pipeline config {path}: 'members' lists at least one model")
+    if "file" in built.linking.linkers and not built.linking.results_file:
+        raise UserInputError(f"bad pipeline config {path}: linking.linkers has 'file' but no linking.results_file")
     return built
+
+
+def _upgrade_linking(raw: dict[str, Any], path: Path) -> None:
+    """Read the old ``linking.surface_index`` (``kb`` or ``null``) as ``linking.linkers``."""
+    linking = raw.get("linking")
+    if not isinstance(linking, dict) or "surface_index" not in linking:
+        return
+    if "linkers" in linking:
+        raise UserInputError(f"bad pipeline config {path}: linking has both surface_index (old) and linkers")
+    old = linking.pop("surface_index")
+    if old not in ("kb", None):
+        raise UserInputError(f"bad pipeline config {path}: linking.surface_index must be kb or null, got {old!r}")
+    linking["linkers"] = ["kb"] if old == "kb" else []
+    log.warning("%s: linking.surface_index is deprecated; read as linking.linkers: %s", path, linking["linkers"])
+
+
+def build_linkers(linking: LinkingConfig, kb: Any) -> list[Any]:
+    """The mention linkers a config switches on, in its order.
+
+    Raises:
+        UserInputError: A missing or malformed results file (naming the file and line).
+    """
+    from kbqa_lit.pipelines.execution_guided import KBNameLookup
+    from kbqa_lit.pipelines.tfs.linkers import IndexLinker, NameLinker, ResultsFileLinker
+
+    out: list[Any] = []
+    for name in dict.fromkeys(linking.linkers):
+        if name == "file":
+            if not linking.results_file:
+                raise UserInputError("linking.linkers has 'file' but no linking.results_file")
+            out.append(ResultsFileLinker(linking.results_file, fuzzy_threshold=linking.fuzzy_threshold))
+        elif linking.kb_match == "fuzzy":
+            from kbqa_lit.kb.entity_index import EntityIndex
+
+            out.append(IndexLinker(EntityIndex.for_store(kb), fuzzy_threshold=linking.fuzzy_threshold))
+        else:
+            out.append(NameLinker(KBNameLookup(kb)))
+    return out
 
 
 def _examples(data: DataConfig, split: str | None, limit: int | None) -> list[KBQAExample]:
@@ -217,7 +282,6 @@ def run_pipeline(
     Raises:
         UserInputError: A missing data file or adapter folder.
     """
-    from kbqa_lit.pipelines.execution_guided import KBNameLookup
     from kbqa_lit.pipelines.tfs.fallback import TFSFallbackPipeline, member_from_adapters
 
     for member in config.members:
@@ -227,20 +291,20 @@ def run_pipeline(
     examples = _examples(config.data, split, limit)
     kb = _open_kb(config.kb)
     try:
+        linkers = build_linkers(config.linking, kb)
         members = [
             member_from_adapters(
                 m.name,
                 m.adapters,
                 m.base,
+                formats={"s2_lf_input": m.s2_lf_input, "schema_form": m.schema_form},
                 **({"torch_dtype": m.torch_dtype} if m.torch_dtype else {}),
                 **m.overrides,
             )
             for m in config.members
         ]
         strategies = [s for s in config.strategies if s not in disable]
-        linking = asdict(config.linking)
-        surface = linking.pop("surface_index")
-        linking["linking"] = linking.pop("mode")
+        link = config.linking
         pipeline = TFSFallbackPipeline(
             members,
             kb,
@@ -248,9 +312,11 @@ def run_pipeline(
             use_s2="s2" in strategies,
             use_s3="s3" in strategies,
             order=config.order,
-            surface_index=KBNameLookup(kb) if surface == "kb" else None,
+            linking=link.mode,
+            linkers=linkers,
+            candidates_per_mention=link.candidates_per_mention,
+            max_readings=link.max_readings,
             **asdict(config.decoding),
-            **linking,
         )
         try:
             report = pipeline.run(examples)
@@ -264,7 +330,13 @@ def run_pipeline(
     metrics = report.metrics
     if config.linking.mode == "gold":
         metrics = {ORACLE_PREFIX + k: v for k, v in metrics.items()}
-    return {"metrics": metrics, "linking": config.linking.mode, "out": str(target), "questions": len(report.rows)}
+    return {
+        "metrics": metrics,
+        "linking": config.linking.mode,
+        "linkers": list(dict.fromkeys(config.linking.linkers)),
+        "out": str(target),
+        "questions": len(report.rows),
+    }
 
 
 __all__ = [
@@ -274,6 +346,7 @@ __all__ = [
     "LinkingConfig",
     "MemberConfig",
     "TFSPipelineConfig",
+    "build_linkers",
     "load_pipeline_config",
     "run_pipeline",
 ]

@@ -8,8 +8,9 @@ Per question, in order (each strategy can be switched off — the paper's w/o S1
    :func:`~kbqa_lit.kb.normalize.denormalize_all`) and the readings are executed in beam order
    (:class:`~kbqa_lit.pipelines.execution_guided.ExecutionGuidedSelector`: the first reading
    with a non-empty answer wins);
-2. **S2** — step t1 writes ``relations ; mentions``, step t2 writes logical forms from the
-   question and those items; linked and executed the same way (t1's mentions are linked too);
+2. **S2** — step t1 writes ``relations ; mentions``, step t2 writes logical forms from those
+   items (or from the question and the items: the ``s2_lf_input`` the t2 adapter was trained
+   with); linked and executed the same way (t1's mentions are linked too);
 3. **S3** — the model writes the answer names; each is mapped to KB ids by exact name when
    possible (:func:`~kbqa_lit.pipelines.execution_guided.fallback_answers`), else kept as text.
 
@@ -23,7 +24,12 @@ A member's *generators* are objects with ``generate(batch, num_beams=, num_retur
 max_new_tokens=) -> list[list[str]]`` (:class:`~kbqa_lit.modules.tfs.lora_causal_lm.LoraCausalLM`,
 one per task or one for all) and an optional ``tokenizer``; prompts are built with the
 :class:`~kbqa_lit.datamodules.tfs.instruction_batches.InstructionEncoder` settings the adapter was
-trained with. Batches also carry ``task``, ``inputs`` and ``prompts`` as plain lists.
+trained with (``instruction.json``: template, lengths, ``s2_lf_input``, ``schema_form``). Batches
+also carry ``task``, ``inputs`` and ``prompts`` as plain lists. Logical forms in either schema form
+(words or raw ids) are read; a member trained on ids also has bracketed ids unbracketed.
+
+Mentions become KB ids through the pipeline's *linkers* (:mod:`kbqa_lit.pipelines.tfs.linkers`:
+exact or fuzzy names in the KB, a file of precomputed linking results), merged per mention.
 """
 
 from __future__ import annotations
@@ -34,76 +40,37 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from kbqa_lit.data.gold import gold_parses, gold_sexprs
 from kbqa_lit.data.linking import check_linking, inference_view
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.data.tfs.prompts import parse_items, s2_lf_input
-from kbqa_lit.datamodules.tfs.instruction_batches import InstructionEncoder
+from kbqa_lit.data.tfs.prompts import parse_items
 from kbqa_lit.errors import SExprError
 from kbqa_lit.kb.normalize import denormalize_all, invert_labels
 from kbqa_lit.kb.store import KnowledgeBase
 from kbqa_lit.metrics.functional import score_question
 from kbqa_lit.metrics.lf_match import logical_form_em
 from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector, KBNameLookup, fallback_answers
+from kbqa_lit.pipelines.tfs.linkers import MentionLinker, NameLinker, merge_links
+from kbqa_lit.pipelines.tfs.members import (
+    LEGACY_FORMAT,
+    ChainMember,
+    load_instruction_settings,
+    member_from_adapters,
+    resolve_format,
+)
 
 log = logging.getLogger(__name__)
 
 STRATEGIES: tuple[str, ...] = ("s1", "s2", "s3")
-#: The instruction tasks each strategy needs.
-STRATEGY_TASKS: dict[str, tuple[str, ...]] = {"s1": ("s1",), "s2": ("s2_items", "s2_lf"), "s3": ("s3",)}
 _SPAN_RE = re.compile(r"\[\s*(.*?)\s*\](?=\s|$|\)|\[)")
 _SCHEMA_SEP_RE = re.compile(r"\s,\s")
-
-
-class Generator(Protocol):
-    """What a chain member's model must offer."""
-
-    def generate(
-        self, batch: dict[str, Any], num_beams: int, num_return_sequences: int, max_new_tokens: int
-    ) -> list[list[str]]:
-        """Per prompt of ``batch``, the generated responses in beam order."""
-        ...
 
 
 def mentions_in(text: str) -> list[str]:
     """Entity mentions of a normalised logical form (bracketed spans that are not schema items)."""
     return list(dict.fromkeys(s for s in _SPAN_RE.findall(text) if s and not _SCHEMA_SEP_RE.search(s)))
-
-
-@dataclass
-class ChainMember:
-    """One trained model of the fallback chain: a generator (and prompt encoder) per task.
-
-    Attributes:
-        name: Reported in the rows (``member``) and the per-member shares.
-        generators: Task (``s1``, ``s2_items``, ``s2_lf``, ``s3``) → generator.
-        encoders: Task → prompt encoder (its settings must be those of training); a task
-            without one gets default settings and the generator's ``tokenizer``.
-    """
-
-    name: str
-    generators: dict[str, Generator]
-    encoders: dict[str, InstructionEncoder] = field(default_factory=dict)
-
-    def has(self, strategy: str) -> bool:
-        """Whether this member can run ``strategy`` (it has every task the strategy needs)."""
-        return all(t in self.generators for t in STRATEGY_TASKS[strategy])
-
-    def run(self, task: str, inputs: Sequence[str], num_beams: int, max_new_tokens: int) -> list[list[str]]:
-        """Generate ``num_beams`` responses per input for ``task``."""
-        if not inputs:
-            return []
-        gen = self.generators[task]
-        encoder = self.encoders.get(task)
-        if encoder is None:
-            encoder = self.encoders[task] = InstructionEncoder(getattr(gen, "tokenizer", None))
-        batch = encoder.prompt_batch(task, list(inputs))
-        out = gen.generate(batch, num_beams=num_beams, num_return_sequences=num_beams, max_new_tokens=max_new_tokens)
-        if len(out) != len(inputs):
-            raise ValueError(f"{self.name}/{task}: {len(out)} generations for {len(inputs)} inputs")
-        return [list(b) for b in out]
 
 
 @dataclass
@@ -178,12 +145,15 @@ class TFSFallbackPipeline:
         max_new_tokens: Longest logical form / item list.
         answer_max_new_tokens: Longest S3 answer text.
         batch_size: Questions generated for at once.
-        linking: Which of the example's entities link mentions before the surface index
+        linking: Which of the example's entities link mentions before the linkers
             (:func:`kbqa_lit.data.linking.inference_view`): ``predicted`` (its refined or linked
             candidates only), ``dataset-given`` (its topic entities) or ``gold`` (an oracle:
             topic entities and the gold form's labels).
-        surface_index: Mention → KB ids (e.g. :class:`KBNameLookup`); ``None``: none.
-        candidates_per_mention: Ids taken per mention from the surface index.
+        linkers: Mention linkers (:mod:`kbqa_lit.pipelines.tfs.linkers`), merged per mention in
+            this order; none of them sees gold entities.
+        surface_index: Mention → KB ids (e.g. :class:`KBNameLookup`), a :class:`NameLinker`
+            tried after ``linkers``; ``None``: none.
+        candidates_per_mention: Ids each linker gives per mention.
         max_readings: Readings (choices of ids) executed per logical form.
         name_to_ids: Exact name → ids for S3 answers (default: a :class:`KBNameLookup` on ``kb``).
         count_zero_is_executable: Whether a ``COUNT`` of 0 counts as executed.
@@ -206,6 +176,7 @@ class TFSFallbackPipeline:
         answer_max_new_tokens: int = 64,
         batch_size: int = 8,
         linking: str = "predicted",
+        linkers: Sequence[MentionLinker] = (),
         surface_index: Mapping[str, Sequence[str]] | None = None,
         candidates_per_mention: int = 5,
         max_readings: int = 8,
@@ -225,7 +196,9 @@ class TFSFallbackPipeline:
         self.max_new_tokens, self.answer_max_new_tokens = max_new_tokens, answer_max_new_tokens
         self.batch_size = max(1, int(batch_size))
         self.linking = check_linking(linking)
-        self.surface_index = surface_index
+        self.linkers: list[MentionLinker] = list(linkers)
+        if surface_index is not None:
+            self.linkers.append(NameLinker(surface_index))
         self.candidates_per_mention = candidates_per_mention
         self.max_readings = max_readings
         self.name_to_ids = name_to_ids if name_to_ids is not None else KBNameLookup(kb)
@@ -242,15 +215,11 @@ class TFSFallbackPipeline:
     # ------------------------------------------------------------------ linking and execution
 
     def _linking(self, ex: KBQAExample, mentions: Sequence[str]) -> tuple[dict, list[tuple[str, str]]]:
+        """The example's own entities (as ``linking`` allows) and the linkers' (id, mention) pairs."""
         labels = inference_view(ex, self.linking).entity_labels()
-        candidates: list[tuple[str, str]] = []
-        if self.surface_index is not None:
-            for mention in dict.fromkeys(mentions):
-                try:
-                    ids = list(self.surface_index.get(mention) or ())
-                except Exception:  # a lookup that fails (a store hiccup) links nothing
-                    ids = []
-                candidates.extend((e, mention) for e in ids[: self.candidates_per_mention])
+        wanted = list(dict.fromkeys(m for m in mentions if m))
+        merged = merge_links([linker.link(ex, wanted) for linker in self.linkers], self.candidates_per_mention)
+        candidates = [(e, mention) for mention, ids in merged.items() for e in ids]
         return invert_labels(labels), candidates
 
     def _execute(self, ex: KBQAExample, beams: Sequence[str], mentions: Sequence[str]) -> tuple[Any, int | None]:
@@ -293,7 +262,7 @@ class TFSFallbackPipeline:
         else:
             items = member.run("s2_items", questions, self.s2_item_beams, self.max_new_tokens)
             flat = [
-                (k, s2_lf_input(q, it))
+                (k, member.s2_lf_text(q, it))
                 for k, (q, its) in enumerate(zip(questions, items, strict=True))
                 for it in its
                 if it.strip()  # an empty item list gives t2 nothing to work from
@@ -302,6 +271,8 @@ class TFSFallbackPipeline:
             lf_beams = [[] for _ in examples]
             for (k, _), beams in zip(flat, generated, strict=True):
                 lf_beams[k].extend(beams)
+        lf_task = "s1" if strategy == "s1" else "s2_lf"
+        lf_beams = [[member.read_lf(lf_task, b) for b in beams] for beams in lf_beams]
         outcomes = []
         for ex, beams, its in zip(examples, lf_beams, items, strict=True):
             mentions = [m for it in its for m in parse_items(it)[1]]
@@ -390,43 +361,6 @@ def fallback_metrics(rows: Sequence[QuestionResult], members: Sequence[str] = ()
     return metrics
 
 
-def load_instruction_settings(adapter_dir: str | Path) -> dict[str, Any]:
-    """Prompt settings saved next to an adapter (``instruction.json``), without ``tasks``; ``{}`` if none."""
-    path = Path(adapter_dir) / "instruction.json"
-    if not path.is_file():
-        return {}
-    settings = json.loads(path.read_text(encoding="utf-8"))
-    settings.pop("tasks", None)
-    return settings
-
-
-def member_from_adapters(
-    name: str, adapters: Mapping[str, str | Path], base: str | None = None, **overrides: Any
-) -> ChainMember:
-    """Load a chain member from adapter folders written by ``AdapterExport`` / ``save_adapter``.
-
-    Args:
-        name: The member's name.
-        adapters: Task → adapter folder; one folder may serve several tasks (loaded once).
-        base: Base model name or folder (default: the one each adapter records).
-        **overrides: :class:`~kbqa_lit.modules.tfs.lora_causal_lm.LoraCausalLM` arguments
-            (``torch_dtype``...).
-    """
-    from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM
-
-    loaded: dict[str, Any] = {}
-    generators: dict[str, Generator] = {}
-    encoders: dict[str, InstructionEncoder] = {}
-    for task, folder in adapters.items():
-        key = str(Path(folder).resolve())
-        if key not in loaded:
-            loaded[key] = LoraCausalLM.from_adapter(folder, base=base, **overrides).eval()
-        model = loaded[key]
-        generators[task] = model
-        encoders[task] = InstructionEncoder(model.tokenizer, **load_instruction_settings(folder))
-    return ChainMember(name, generators, encoders)
-
-
 __all__ = [
     "STRATEGIES",
     "Attempt",
@@ -435,7 +369,9 @@ __all__ = [
     "QuestionResult",
     "TFSFallbackPipeline",
     "fallback_metrics",
+    "LEGACY_FORMAT",
     "load_instruction_settings",
     "member_from_adapters",
+    "resolve_format",
     "mentions_in",
 ]

@@ -79,7 +79,8 @@ def test_task_targets_and_items_round_trip() -> None:
     items = items_target(ex)
     assert items == "[ people , person , place of birth ] ; [ Ada Lovelace ]"
     assert parse_items(items) == (["people.person.place_of_birth"], ["Ada Lovelace"])
-    assert task_input("s2_lf", ex) == f"{ex.question} | {items}"
+    assert task_input("s2_lf", ex) == items  # the paper's Fig. 3: t2 reads the items only
+    assert task_input("s2_lf", ex, "question_items") == f"{ex.question} | {items}"
     ex.answers.append(Answer("m.x", ""))
     assert answer_target(ex) == "London | m.x"
     assert answer_target(ex, max_answers=1) == "London"
@@ -126,13 +127,15 @@ def test_index_and_task_map_back_to_examples(dm: InstructionDataModule) -> None:
 
 
 def test_prompt_truncation_keeps_instruction_cue_and_end_token(dm: InstructionDataModule) -> None:
-    enc = InstructionEncoder(dm.tokenizer, max_length=40, max_response_length=6)
+    frame = len(InstructionEncoder(dm.tokenizer, max_input_length=1).encode_prompt("s1", "Where"))  # template + 1
+    cap = frame + 9  # a whole-prompt cap (max_length) leaves 10 input tokens here
+    enc = InstructionEncoder(dm.tokenizer, max_length=cap, max_response_length=6, max_input_length=1000)
     long_q = "Where was Ada Lovelace born? " * 30
     row = enc.encode("s1", long_q, "( join [ a , b , c ] [ Ada Lovelace ] )")
     prompt = row["prompt_ids"]
-    assert len(prompt) == 40
+    assert len(prompt) == cap
     text = dm.tokenizer.decode(prompt, skip_special_tokens=True)
-    assert text.startswith("Below is an instruction") or "### Response:" in text
+    assert text.startswith("Below is an instruction") and "### Instruction:" in text
     assert text.endswith("### Response:\n")
     response = [x for x in row["labels"] if x != -100]
     assert len(response) == 6 and response[-1] == dm.tokenizer.eos_token_id

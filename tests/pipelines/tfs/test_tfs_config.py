@@ -26,7 +26,18 @@ def test_defaults_fill_what_a_small_config_leaves_out(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
     path.write_text("kb: {store: http://127.0.0.1:1/sparql}\nmembers: [{name: m, adapters: {s3: a}}]\n")
     cfg = load_pipeline_config(path)
-    assert cfg.data.split == "test" and cfg.linking.surface_index == "kb" and cfg.decoding.batch_size == 8
+    assert cfg.data.split == "test" and cfg.linking.linkers == ["kb"] and cfg.decoding.batch_size == 8
+    assert cfg.linking.kb_match == "exact" and cfg.linking.results_file is None and cfg.linking.mode == "predicted"
+    assert cfg.members[0].s2_lf_input is None and cfg.members[0].schema_form is None  # as the adapter records
+
+
+@pytest.mark.parametrize(("old", "linkers"), [("kb", ["kb"]), ("null", [])])
+def test_the_old_surface_index_reads_as_linkers(tmp_path: Path, old: str, linkers: list[str]) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        f"kb: {{store: s}}\nmembers: [{{name: m, adapters: {{s3: a}}}}]\nlinking: {{surface_index: {old}}}\n"
+    )
+    assert load_pipeline_config(path).linking.linkers == linkers
 
 
 @pytest.mark.parametrize(
@@ -38,6 +49,9 @@ def test_defaults_fill_what_a_small_config_leaves_out(tmp_path: Path) -> None:
         ("kb: {store: s}\nmembers: [{name: m, adapters: {s1: a}}]\ndecoding: {s1_beams: many}\n", "s1_beams"),
         ("members: [{name: m, adapters: {s1: a}}]\n", "kb"),
         ("kb: {store: s}\nmembers: []\n", "members"),
+        ("kb: {store: s}\nmembers: [{name: m, adapters: {s1: a}}]\nlinking: {linkers: [elq]}\n", "linkers"),
+        ("kb: {store: s}\nmembers: [{name: m, adapters: {s1: a}}]\nlinking: {linkers: [kb, file]}\n", "results_file"),
+        ("kb: {store: s}\nmembers: [{name: m, adapters: {s1: a}, s2_lf_input: both}]\n", "s2_lf_input"),
         ("- just\n- a list\n", "mapping"),
     ],
 )

@@ -229,11 +229,13 @@ def test_a_real_lora_module_in_the_chain(kb) -> None:
 
 def test_shipped_pipeline_config_fits_the_pipeline() -> None:
     """configs/tfs/pipeline.yaml names only tasks, strategies and options the pipeline accepts."""
+    import dataclasses
     import inspect
 
     import yaml
 
     from kbqa_lit.data.tfs.prompts import TASKS
+    from kbqa_lit.pipelines.tfs.config import LinkingConfig
     from kbqa_lit.pipelines.tfs.fallback import STRATEGIES
 
     config = yaml.safe_load((Path(__file__).resolve().parents[3] / "configs" / "tfs" / "pipeline.yaml").read_text())
@@ -241,8 +243,8 @@ def test_shipped_pipeline_config_fits_the_pipeline() -> None:
     assert set(config["strategies"]) <= set(STRATEGIES) and config["order"] in ("strategy", "member")
     accepted = set(inspect.signature(TFSFallbackPipeline.__init__).parameters)
     assert set(config["decoding"]) <= accepted
-    assert set(config["linking"]) - {"surface_index", "mode"} <= accepted
-    assert config["linking"]["mode"] == "predicted"  # passed to the pipeline as ``linking``
+    assert set(config["linking"]) <= {f.name for f in dataclasses.fields(LinkingConfig)}
+    assert config["linking"]["mode"] == "predicted" and config["linking"]["linkers"] == ["kb"]
     for spec in config["members"]:
         assert spec["name"] and set(spec["adapters"]) <= set(TASKS)
     assert config["kb"]["store"] and config["data"]["split"] in ("train", "dev", "test")
