@@ -16,10 +16,18 @@ and predictions feed later stages); sampled validation/test figures warn that th
 bound. Training always
 includes the gold items (up to ``num_candidates`` per kind; more only when there are more gold).
 
-Relations listed in an entity item: its 1-hop relations among gold ∪ ``meta["refined_relations"]``
-in train/val/test (so validation entity scores are an upper bound unless the file carries
-predicted relations), and among the *predicted* relations at predict time, where
-:class:`~kbqa_lit.modules.coq.schema_classifier.SchemaClassifier` scores the relations first.
+Relations listed in an entity item (``entity_item_relations``): its 1-hop relations among
+
+- training: gold ∪ ``meta["refined_relations"]`` (``gold``, the default), or only the *predicted*
+  ``meta["refined_relations"]`` (``predicted``: what the classifier sees at inference; written by
+  a cross-fold pass — ``num_folds``/``fold`` train on the other folds and predict the held-out
+  one — and read back from ``refined_relations_files``; an example without them lists its
+  candidate relations);
+- validation and test: the predicted ``meta["refined_relations"]``, else the candidate relations
+  — never gold, unless ``entity_item_relations: oracle`` (gold ∪ refined in every split, an
+  upper bound);
+- predict: the relations the classifier keeps
+  (:class:`~kbqa_lit.modules.coq.schema_classifier.SchemaClassifier` scores the relations first).
 
 Batches (train/val/test) are dicts of tensors: ``input_ids``, ``attention_mask`` (padded to the
 longest item of the batch), ``labels`` (float 0/1), ``task`` (0 relation, 1 entity), ``index``
@@ -32,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -55,7 +64,9 @@ from kbqa_lit.datamodules.coq.classifier_inputs import (
     entity_text,
     gold_entities,
     gold_relations,
+    in_fold,
     meta_candidates,
+    read_refined_relations,
     refined_relations_of,
     relation_text,
     sampled_candidates,
@@ -72,6 +83,8 @@ from kbqa_lit.kb.store import is_endpoint
 log = logging.getLogger(__name__)
 
 CANDIDATE_MODES = ("auto", "meta", "sampled")
+#: What an entity item lists (see the module docstring).
+ENTITY_ITEM_RELATION_MODES = ("gold", "predicted", "oracle")
 
 
 class ItemCollator:
@@ -139,6 +152,17 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
         num_workers: DataLoader worker processes.
         bucket_by_length: Draw training batches from buckets of items of similar length (less
             padding; order fixed by ``PL_GLOBAL_SEED`` and the epoch); false shuffles uniformly.
+        entity_item_relations: The relations an entity item lists: ``gold`` (training: gold ∪
+            ``meta.refined_relations``; evaluation: predicted only), ``predicted`` (training too:
+            the predicted ``meta.refined_relations`` of a cross-fold pass, as at inference) or
+            ``oracle`` (gold ∪ refined in every split, validation and test included: an upper
+            bound).
+        refined_relations_files: JSON-lines files whose rows' ``meta.refined_relations`` (by qid)
+            replace the training examples' (the held-out-fold predictions of the cross-fold pass).
+        num_folds: Cross-fold pass: split the training file into this many folds (by a hash of the
+            qid); with ``fold``, train on the other folds and predict only fold ``fold`` of the
+            predict file. ``None``: no folds.
+        fold: The held-out fold (``0 <= fold < num_folds``).
     """
 
     def __init__(
@@ -165,10 +189,23 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
         predict_batch_size: int = 8,
         num_workers: int = 0,
         bucket_by_length: bool = True,
+        entity_item_relations: Literal["gold", "predicted", "oracle"] = "gold",
+        refined_relations_files: list[str] | None = None,
+        num_folds: int | None = None,
+        fold: int | None = None,
     ) -> None:
         super().__init__()
         if candidates not in CANDIDATE_MODES:
             raise UserInputError(f"candidates must be one of {', '.join(CANDIDATE_MODES)}, got {candidates!r}")
+        if entity_item_relations not in ENTITY_ITEM_RELATION_MODES:
+            raise UserInputError(
+                f"entity_item_relations must be one of {', '.join(ENTITY_ITEM_RELATION_MODES)}, "
+                f"got {entity_item_relations!r}"
+            )
+        if (num_folds is None) != (fold is None) or (
+            num_folds is not None and (num_folds < 2 or not 0 <= int(fold or 0) < num_folds)
+        ):
+            raise UserInputError(f"give num_folds >= 2 and 0 <= fold < num_folds together, got {num_folds}, {fold}")
         if num_candidates < 1:
             raise UserInputError(f"num_candidates must be >= 1, got {num_candidates}")
         self._init_split_files(data_dir, train_file, val_file, test_file, predict_file, synthetic_seed)
@@ -176,6 +213,7 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
         self._items: dict[str, list[dict[str, Any]]] = {}
         self._candidates: dict[tuple[str, int], Candidates] = {}
         self._warned_sampled = False
+        self._warned_unrefined = False
         self._kb: SchemaKB | None = None
         self.tokenizer: PreTrainedTokenizerBase = self._build_tokenizer()
 
@@ -213,6 +251,29 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
                 rel_file = str(self.data_dir / "schema.json")
             self._kb = SchemaKB(open_store(self.store_spec), relations_file=rel_file)
         return self._kb
+
+    # ------------------------------------------------------------------ examples (folds, refined relations)
+
+    def gold_examples(self, split: str) -> list[KBQAExample]:
+        """The file's examples, cut to the cross-fold pass's folds, with its refined relations.
+
+        Under ``num_folds``/``fold`` the training split holds the other folds and predict the
+        held-out fold; training examples carry the ``refined_relations_files``' relations.
+        """
+        split = canonical_split(split)
+        if split not in self._gold:
+            rows = super().gold_examples(split)
+            k, fold = self.hparams.num_folds, self.hparams.fold
+            if k is not None and split in ("train", "predict"):
+                rows = in_fold(rows, k, int(fold), held_out=split == "predict")
+            if split == "train" and self.hparams.refined_relations_files:
+                refined = read_refined_relations(self.hparams.refined_relations_files)
+                rows = [
+                    replace(ex, meta={**ex.meta, "refined_relations": refined[ex.qid]}) if ex.qid in refined else ex
+                    for ex in rows
+                ]
+            self._gold[split] = rows
+        return self._gold[split]
 
     # ------------------------------------------------------------------ candidates and items
 
@@ -268,12 +329,32 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
         d = self._decomposition(ex, split)
         gold_r, gold_e = set(gold_relations(ex)), set(gold_entities(ex))
         out = [(relation_text(ex.question, d, r), float(r in gold_r), REL_TASK) for r in cands.relations]
-        refined = list(dict.fromkeys(gold_relations(ex) + refined_relations_of(ex)))
+        refined = self.listed_relations(ex, split, cands)
         limit = self.hparams.max_entity_relations
         for e, label in cands.entities.items():
             rels = entity_item_relations(cands.entity_relations.get(e, []), refined, limit)
             out.append((entity_text(ex.question, d, label, rels), float(e in gold_e), ENT_TASK))
         return out
+
+    def listed_relations(self, ex: KBQAExample, split: str, cands: Candidates) -> list[str]:
+        """The relations an entity item may list (those among its 1-hop relations are listed).
+
+        Gold ∪ ``meta.refined_relations`` for ``oracle``, and for ``gold`` in training; otherwise
+        only predicted relations: ``meta.refined_relations``, else the candidate relations.
+        """
+        mode = self.hparams.entity_item_relations
+        if mode == "oracle" or (mode == "gold" and canonical_split(split) == "train"):
+            return list(dict.fromkeys(gold_relations(ex) + refined_relations_of(ex)))
+        if "refined_relations" in ex.meta:
+            return refined_relations_of(ex)
+        if canonical_split(split) == "train" and not self._warned_unrefined:
+            self._warned_unrefined = True
+            rank_zero_warn(
+                "SchemaDataModule(entity_item_relations: predicted): training examples without "
+                "meta.refined_relations list their candidate relations; run the cross-fold pass "
+                "(num_folds/fold, then refined_relations_files)"
+            )
+        return list(cands.relations)
 
     def items(self, split: str) -> list[dict[str, Any]]:
         """The tokenised items of ``split`` (built once)."""
@@ -420,4 +501,4 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
         )
 
 
-__all__ = ["CANDIDATE_MODES", "ItemCollator", "SchemaDataModule"]
+__all__ = ["CANDIDATE_MODES", "ENTITY_ITEM_RELATION_MODES", "ItemCollator", "SchemaDataModule"]

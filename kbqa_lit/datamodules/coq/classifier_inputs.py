@@ -7,8 +7,9 @@ Per example the classifier reads two kinds of items (one shared T5 encoder, two 
 
 ``D`` is the decomposition (or one sub-chain ``[SUBQ] q_i [ANS] a_i`` of it when patterns are
 scored; left out for the "w/o decomposition" ablation). An entity item lists the entity's label
-and its 1-hop relations that are among the *refined* relations (gold plus predicted while
-training, predicted at inference), written as words (:func:`~kbqa_lit.kb.normalize.schema_to_words`).
+and its 1-hop relations that are among the *refined* relations (see the datamodule's
+``entity_item_relations`` setting: gold plus predicted, or only predicted, while training; only
+predicted at validation, test and predict), written as words (:func:`~kbqa_lit.kb.normalize.schema_to_words`).
 
 Gold relations of an example are the relations of its gold S-expression; gold entities are the
 entity atoms of that S-expression (the topic entities when it has none).
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import json
 import random
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -268,6 +270,37 @@ def with_gold(cands: Candidates, ex: KBQAExample, limit: int) -> Candidates:
     return Candidates(rels, ents, dict(cands.entity_relations))
 
 
+def fold_of(qid: str, num_folds: int) -> int:
+    """The cross-fold fold of a question: ``crc32(qid) mod num_folds`` (stable across files and runs)."""
+    return zlib.crc32(qid.encode("utf-8")) % num_folds
+
+
+def in_fold(examples: list[KBQAExample], num_folds: int, fold: int, *, held_out: bool) -> list[KBQAExample]:
+    """The examples of fold ``fold`` (``held_out=True``) or of every other fold (``held_out=False``)."""
+    return [ex for ex in examples if (fold_of(ex.qid, num_folds) == fold) == held_out]
+
+
+def read_refined_relations(paths: Iterable[str | Path]) -> dict[str, list[Any]]:
+    """``qid → meta["refined_relations"]`` of the rows of JSON-lines files (a cross-fold pass's output).
+
+    Raises:
+        UserInputError: When a file is missing or a row has no ``refined_relations``.
+    """
+    out: dict[str, list[Any]] = {}
+    for path in map(Path, paths):
+        if not path.is_file():
+            raise UserInputError(f"no such refined-relations file: {path} (run the cross-fold predict step first)")
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            meta = row.get("meta") or {}
+            if "refined_relations" not in meta:
+                raise UserInputError(f"{path}:{lineno}: row {row.get('qid')!r} has no meta.refined_relations")
+            out[str(row["qid"])] = list(meta["refined_relations"])
+    return out
+
+
 __all__ = [
     "ENT_PREFIX",
     "ENT_TASK",
@@ -278,9 +311,12 @@ __all__ = [
     "SchemaKB",
     "entity_item_relations",
     "entity_text",
+    "fold_of",
     "gold_entities",
     "gold_relations",
+    "in_fold",
     "meta_candidates",
+    "read_refined_relations",
     "refined_relations_of",
     "relation_text",
     "sampled_candidates",
