@@ -32,6 +32,15 @@ so the topic-entity slots and the label map of denormalisation never read gold e
 named ``oracle_{val,test}_predictions_epoch{E}.jsonl``; each row records its ``linking`` and the
 ``linked`` entities.
 
+Constrained decoding (``constrained``): ``grammar`` passes a
+:class:`~kbqa_lit.backbones.constrained.GrammarLogitsProcessor` over
+:class:`~kbqa_lit.kb.grammar.SExprGrammar` to ``generate_lf`` so every beam is a well-formed
+normalised S-expression (or a prefix of one, when cut off); ``schema`` also restricts relations
+and classes to the store's (its relation inventory and its ``type.object.type`` classes) and
+entity brackets to the question's linked entities (the inference view's ``topic_entities`` and
+``meta["entity_candidates"]``; never gold fields) and its slots ``[E0]``.... Each row records its
+``constrained`` mode.
+
 Under DDP each index should reach exactly one rank (an unrepeated sampler). If the gathered rows
 show an index twice (e.g. Lightning's padding ``DistributedSampler``), the duplicates are
 dropped and the metrics recomputed from the unique rows, with a warning.
@@ -44,22 +53,27 @@ import os
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import lightning as L
 import torch
 from lightning.pytorch.utilities import rank_zero_warn
 from lightning.pytorch.utilities.warnings import PossibleUserWarning
 from torchmetrics import Metric
+from transformers import LogitsProcessorList
 
-from kbqa_lit.data.entity_slots import unmask_lf
+from kbqa_lit.backbones.constrained import GrammarLogitsProcessor, TokenIndex
+from kbqa_lit.data.entity_slots import SLOT_TOKENS, topic_slots, unmask_lf
 from kbqa_lit.data.gold import gold_parses, gold_sexprs
 from kbqa_lit.data.linking import ORACLE_PREFIX
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError
 from kbqa_lit.kb.cache import ExecutionCache
+from kbqa_lit.kb.grammar import BaseRules, EntityRules, SchemaRules, SExprGrammar, entity_bracket
+from kbqa_lit.kb.iri import NS, TYPE_RELATION, is_schema_id
 from kbqa_lit.kb.loaders import ensure_store
 from kbqa_lit.kb.normalize import invert_labels
+from kbqa_lit.kb.relation_inventory import RelationInventory
 from kbqa_lit.kb.store import is_endpoint, open_store
 from kbqa_lit.metrics.answer_metrics import AnswerMetrics
 from kbqa_lit.metrics.functional import QuestionScore, mean_scores, score_question, sum_scores
@@ -163,6 +177,9 @@ class ExecutionGuidedEval(L.Callback):
         build_from: Triple files to build the embedded store from when ``store`` holds none yet
             (e.g. the synthetic world's ``kb.nt``; built once, by global rank 0).
         build_format: Format of ``build_from``: ``nt``, ``tsv``, ``metaqa`` or ``pathquestion``.
+        constrained: Grammar-constrained beam search: ``none``; ``grammar`` (well-formed
+            normalised S-expressions only); ``schema`` (also only the store's relations and
+            classes and the question's linked entity labels and slots). See the module docstring.
 
     """
 
@@ -183,6 +200,7 @@ class ExecutionGuidedEval(L.Callback):
         map_answers_by_name: bool = True,
         build_from: Sequence[str] | None = None,
         build_format: str = "nt",
+        constrained: Literal["none", "grammar", "schema"] = "none",
     ) -> None:
         super().__init__()
         stages = [stages] if isinstance(stages, str) else list(stages)
@@ -209,6 +227,11 @@ class ExecutionGuidedEval(L.Callback):
         self.map_answers_by_name = map_answers_by_name
         self.build_from = [build_from] if isinstance(build_from, str) else list(build_from or [])
         self.build_format = build_format
+        if constrained not in ("none", "grammar", "schema"):
+            raise ValueError(f"constrained must be none, grammar or schema, got {constrained!r}")
+        self.constrained = constrained
+        self._token_index: TokenIndex | None = None
+        self._schema_rules: SchemaRules | None = None
         self.kb: Any = None
         self.selector: ExecutionGuidedSelector | None = None
         self.names: KBNameLookup | None = None
@@ -292,7 +315,7 @@ class ExecutionGuidedEval(L.Callback):
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(kb=None, selector=None, names=None, _quiet=None)
+        state.update(kb=None, selector=None, names=None, _quiet=None, _token_index=None, _schema_rules=None)
         return state
 
     # -- epoch hooks ---------------------------------------------------------------------
@@ -388,19 +411,62 @@ class ExecutionGuidedEval(L.Callback):
             self._examples = list(dm.examples(split))
         return self._examples
 
+    def _processor(
+        self, pl_module: L.LightningModule, batch: Any, examples: Sequence[KBQAExample]
+    ) -> GrammarLogitsProcessor | None:
+        """The batch's constrained-decoding processor (``None`` when ``constrained`` is ``none``)."""
+        if self.constrained == "none":
+            return None
+        tokenizer = getattr(pl_module, "tokenizer", None)
+        if tokenizer is None:
+            raise RuntimeError(f"constrained={self.constrained!r} needs the module's tokenizer (pl_module.tokenizer)")
+        config = getattr(getattr(pl_module, "model", None), "config", None)
+        if self._token_index is None or self._token_index.tokenizer is not tokenizer:
+            self._token_index = TokenIndex(tokenizer, getattr(config, "vocab_size", None))
+        base = BaseRules(SLOT_TOKENS)
+        if self.constrained == "grammar":
+            grammars: list[SExprGrammar] = [SExprGrammar([base])]
+        else:
+            schema = self._schema()
+            grammars = [SExprGrammar([base, schema, _entity_rules(ex)]) for ex in examples]
+        encoder_decoder = bool(getattr(config, "is_encoder_decoder", True))
+        return GrammarLogitsProcessor(
+            self._token_index,
+            grammars,
+            num_beams=self.num_beams,
+            prefix_length=1 if encoder_decoder else int(batch["input_ids"].shape[1]),
+            max_new_tokens=self.max_new_tokens,
+        )
+
+    def _schema(self) -> SchemaRules:
+        """The store's relations (its inventory) and classes (``type.object.type`` objects), read once."""
+        if self._schema_rules is None:
+            inventory = RelationInventory.from_store(self.kb)
+            found = self.kb.execute(f"SELECT DISTINCT ?c WHERE {{ ?s <{NS}{TYPE_RELATION}> ?c }}")
+            classes = [c for c in found.answers if is_schema_id(c)] if found.ok else None
+            if classes is None:
+                rank_zero_warn(
+                    f"constrained=schema: could not list the store's classes ({found.error}); any class allowed"
+                )
+            self._schema_rules = SchemaRules(inventory.relations, classes)
+        return self._schema_rules
+
     def _generate(
-        self, pl_module: L.LightningModule, outputs: Any, batch: Any
+        self, pl_module: L.LightningModule, outputs: Any, batch: Any, examples: Sequence[KBQAExample] = ()
     ) -> tuple[list[list[str]], list[str] | None]:
         if isinstance(outputs, Mapping) and "beams" in outputs:
             beams = [list(b) for b in outputs["beams"]]
             texts = outputs.get("answer_texts")
             return beams, None if texts is None else [str(t) for t in texts]
+        processor = self._processor(pl_module, batch, examples)
+        extra = {} if processor is None else {"logits_processor": LogitsProcessorList([processor])}
         with torch.no_grad():
             beams = pl_module.generate_lf(
                 batch,
                 num_beams=self.num_beams,
                 num_return_sequences=self.num_return_sequences,
                 max_new_tokens=self.max_new_tokens,
+                **extra,
             )
             texts = None
             if callable(getattr(pl_module, "generate_answer", None)):
@@ -412,7 +478,8 @@ class ExecutionGuidedEval(L.Callback):
         examples = self._examples_for(trainer, STAGES[stage][1])
         index = batch["index"]
         indices = [int(i) for i in (index.tolist() if isinstance(index, torch.Tensor) else index)]
-        beams, texts = self._generate(pl_module, outputs, batch)
+        beams, texts = self._generate(pl_module, outputs, batch, [examples[i] for i in indices])
+        constrained = self.constrained if not (isinstance(outputs, Mapping) and "beams" in outputs) else "none"
         if len(beams) != len(indices) or (texts is not None and len(texts) != len(indices)):
             raise ValueError(
                 f"the module generated for {len(beams)} questions (answers: "
@@ -435,7 +502,9 @@ class ExecutionGuidedEval(L.Callback):
             score = score_question(predicted, gold_parses(ex), em=self._em(sel, ex), executable=sel.executable)
             scores.append(score)
             fallbacks += int(sel.fallback)
-            self._rows.append(self._row(i, ex, ex_beams, None if texts is None else texts[k], sel, score))
+            row = self._row(i, ex, ex_beams, None if texts is None else texts[k], sel, score)
+            row["constrained"] = constrained
+            self._rows.append(row)
         self._metrics.update(scores=scores)
         self._counts.update(fallback=fallbacks, n=len(indices))
 
@@ -562,6 +631,14 @@ class ExecutionGuidedEval(L.Callback):
         for logger in trainer.loggers:
             if isinstance(logger, WandbLogger):
                 logger.log_table(f"{prefix}/predictions", columns=columns, data=data)
+
+
+def _entity_rules(ex: KBQAExample) -> EntityRules:
+    """The entities inference may name for ``ex``: its linked entities and candidates, and its slots."""
+    linked = dict(ex.meta.get("entity_candidates") or {})
+    linked.update(ex.topic_entities)
+    labels = [entity_bracket(str(e), None if n is None else str(n)) for e, n in linked.items()]
+    return EntityRules(labels, [slot for slot, _ in topic_slots(ex)])
 
 
 def metric_prefix(stage: str, trainer: L.Trainer) -> str:

@@ -1,0 +1,140 @@
+"""Grammar-constrained decoding: the processor's cost per step, and what it does to `kbqa test`.
+
+Part 1 (always): milliseconds per decoding step of
+:class:`~kbqa_lit.backbones.constrained.GrammarLogitsProcessor` on a simulated beam search —
+``--beams`` beams x ``--batch`` questions x ``--steps`` steps over a tokenizer of ``--vocab``
+tokens trained on normalised gold S-expressions (the real data in ``../shared/data`` when
+present, else a few synthetic ones). Each step every row takes a random allowed token (a walk
+through what the grammar allows, reordered like beam search), for the ``grammar`` and
+``schema`` rule sets, with and without the token-budget guard.
+
+Part 2 (with ``--ckpt``): runs ``kbqa test`` once per ``constrained`` mode (none, grammar,
+schema) and prints the executable rate and F1 of each::
+
+    python benchmarks/bench_constrained.py                        # part 1 only
+    python benchmarks/bench_constrained.py --ckpt outputs/quickstart/checkpoints/last.ckpt
+
+Part 2 shells out to ``kbqa test --config configs/quickstart.yaml --ckpt_path CKPT
+--trainer.callbacks.init_args.constrained=MODE`` (the quickstart config lists
+``ExecutionGuidedEval`` last, so ``--trainer.callbacks.init_args.*`` addresses it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from kbqa_lit.backbones.constrained import GrammarLogitsProcessor, TokenIndex
+from kbqa_lit.backbones.seq2seq import build_tokenizer
+from kbqa_lit.data.entity_slots import SLOT_TOKENS
+from kbqa_lit.kb.grammar import BaseRules, EntityRules, SchemaRules, SExprGrammar
+from kbqa_lit.kb.normalize import normalize_sexpr
+from kbqa_lit.kb.sexpr import schema_items
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+FALLBACK = [
+    ("(JOIN (R people.person.nationality) m.a)", {"m.a": "Justin Bieber"}),
+    ("(COUNT (JOIN film.film.directed_by m.b))", {"m.b": "Some Director"}),
+    ("(AND film.film (JOIN film.film.country m.c))", {"m.c": "Canada"}),
+]
+
+
+def gold() -> list[tuple[str, dict[str, str]]]:
+    """Gold S-expressions with entity labels (GrailQA dev when present)."""
+    path = SHARED / "grailqa" / "grailqa_dev.jsonl"
+    if not path.is_file():
+        return FALLBACK
+    out = []
+    for line in path.open(encoding="utf-8"):
+        r = json.loads(line)
+        nodes = r.get("graph_query", {}).get("nodes", [])
+        labels = {n["id"]: n.get("friendly_name", "") for n in nodes if n.get("node_type") == "entity"}
+        out.append((r["s_expression"], labels))
+    return out
+
+
+def simulate(processor: GrammarLogitsProcessor, rows: int, steps: int, seed: int = 0) -> float:
+    """Milliseconds per step of ``processor`` on random allowed walks, rows shuffled every step."""
+    rng = torch.Generator().manual_seed(seed)
+    ids = torch.zeros(rows, 1, dtype=torch.long)
+    width = processor.index.vocab_size
+    spent = 0.0
+    for _ in range(steps):
+        scores = torch.rand(rows, width, generator=rng)
+        t0 = time.perf_counter()
+        out = processor(ids, scores)
+        spent += time.perf_counter() - t0
+        nxt = out.argmax(dim=-1, keepdim=True)
+        nxt[nxt == processor.index.eos_id] = processor.index.tokenizer.pad_token_id  # keep going: dead rows
+        beams = processor.num_beams  # beam search reorders rows within each question's block
+        order = torch.cat([k * beams + torch.randperm(beams, generator=rng) for k in range(rows // beams)])
+        ids = torch.cat([ids, nxt], dim=1)[order]
+    return 1000.0 * spent / steps
+
+
+def part1(args: argparse.Namespace) -> None:
+    data = gold()
+    random.Random(0).shuffle(data)
+    texts = [normalize_sexpr(s, labels) for s, labels in data[:3000]]
+    tok = build_tokenizer(train_texts=texts, vocab_size=args.vocab, extra_tokens=SLOT_TOKENS)
+    index = TokenIndex(tok)
+    relations = sorted({r for s, _ in data for r in schema_items(s).relations})
+    classes = sorted({c for s, _ in data for c in schema_items(s).classes})
+    schema = SchemaRules(relations, classes)
+    print(f"tokenizer: {len(tok)} tokens; inventory: {len(relations)} relations, {len(classes)} classes")
+    print(f"simulated beam search: {args.beams} beams x {args.batch} questions x {args.steps} steps")
+    for mode in ("grammar", "schema"):
+        for budget in (None, args.steps):
+            if mode == "grammar":
+                grammars = [SExprGrammar([BaseRules(SLOT_TOKENS)])]
+            else:
+                grammars = [
+                    SExprGrammar([BaseRules(SLOT_TOKENS), schema, EntityRules(list(labels.values()), SLOT_TOKENS[:1])])
+                    for _, labels in data[: args.batch]
+                ]
+            processor = GrammarLogitsProcessor(index, grammars, num_beams=args.beams, max_new_tokens=budget)
+            ms = simulate(processor, args.beams * args.batch, args.steps)
+            guard = "budget guard" if budget else "no budget guard"
+            print(f"  {mode:8s} {guard:16s} {ms:8.1f} ms/step")
+
+
+def part2(args: argparse.Namespace) -> None:
+    for mode in ("none", "grammar", "schema"):
+        cmd = ["kbqa", "test", "--config", args.config, "--ckpt_path", args.ckpt,
+               f"--trainer.callbacks.init_args.constrained={mode}"]  # fmt: skip
+        t0 = time.perf_counter()
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        took = time.perf_counter() - t0
+        if done.returncode:
+            print(f"{mode}: failed ({done.returncode})\n{done.stderr[-2000:]}")
+            continue
+        found = dict(re.findall(r"(test/\w+)\s+│?\s*([0-9.]+)", done.stdout + done.stderr))
+        print(f"{mode:8s} executable {found.get('test/executable', '?'):>8s}  f1 {found.get('test/f1', '?'):>8s}  "
+              f"({took:.0f} s)")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--beams", type=int, default=50)
+    parser.add_argument("--batch", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=64)
+    parser.add_argument("--vocab", type=int, default=2000)
+    parser.add_argument("--ckpt", default=None, help="a checkpoint for `kbqa test` (part 2)")
+    parser.add_argument("--config", default="configs/quickstart.yaml")
+    args = parser.parse_args(argv)
+    part1(args)
+    if args.ckpt:
+        part2(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,438 @@
+"""Grammar-constrained decoding: a batched ``transformers`` logits processor over a word grammar.
+
+:class:`GrammarLogitsProcessor` lets beam search (any ``num_beams``, a batch of questions) emit
+only prefixes of what a *word grammar* accepts, and end (EOS) only where the grammar says the
+text is complete. The grammar is any object with the four methods of :class:`WordGrammar` —
+in this project :class:`kbqa_lit.kb.grammar.SExprGrammar` (normalised S-expressions), built by
+the caller, since this floor imports nothing of the project.
+
+Words and tokens. The project's tokenizers (and T5's sentencepiece) pre-tokenise on whitespace
+with Metaspace: every word's first token starts with ``▁`` and the others do not, so a token
+that starts with ``▁`` begins a new word, and a word's tokens do not depend on its neighbours
+(an added token such as ``[E0]`` comes as ``▁`` + ``[E0]``). :class:`TokenIndex` holds, per
+tokenizer, each token's text, whether it starts a word, each closed word's token ids (its
+*canonical* tokenisation, read in context after an anchor word) and, per open word class
+(:class:`OpenWordClass`: numbers, free bracket text...), the tokens that may start or continue
+such a word, as boolean masks.
+
+Per row the processor keeps ``(grammar state, tokens of the unfinished word)``, derived from
+``input_ids`` alone (beam search reorders rows; states are cached by the prefix of token ids,
+and an unknown prefix is replayed from the start). The allowed next tokens of a state are
+
+- the continuations of the unfinished word: children in a token-id trie of the allowed closed
+  words (relations, labels, operators: a multi-token word is followed token by token), and
+  tokens that keep an open word a valid prefix of its class;
+- when the unfinished word is a whole allowed word: the tokens that start a word allowed after
+  it, and EOS when the grammar is then complete.
+
+Masks are cached per state and stacked into one ``[rows, vocab]`` boolean tensor per step; the
+scores of disallowed tokens become ``-inf``. A row with no allowed token (a dead end, e.g. after
+an invalid word) may only end: EOS stays allowed, so no row is all ``-inf``. Rows are
+``batch_index * num_beams + beam``; each example may have its own grammar (its entity labels).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Sequence
+from typing import Any, Protocol
+
+import torch
+from transformers import LogitsProcessor, PreTrainedTokenizerBase
+
+SPACE = "▁"
+_ANCHOR = "("
+_DEAD = ("<dead>",)
+
+
+class OpenWordClass(Protocol):
+    """An open word class (see :class:`kbqa_lit.kb.grammar.OpenWord`)."""
+
+    name: str
+    chars: str
+    prefix: re.Pattern[str]
+    word: re.Pattern[str]
+    free: bool
+
+
+class WordOptionsLike(Protocol):
+    """The next words a grammar allows: ``words`` (closed) and ``open`` (classes)."""
+
+    words: frozenset[str]
+    open: tuple[OpenWordClass, ...]
+
+
+class WordGrammar(Protocol):
+    """A word-level incremental grammar with hashable states."""
+
+    def start(self) -> Hashable:
+        """The state before the first word."""
+        ...
+
+    def options(self, state: Hashable) -> WordOptionsLike:
+        """The words allowed after ``state``."""
+        ...
+
+    def step(self, state: Hashable, word: str) -> Hashable | None:
+        """The state after ``word``, ``None`` when it is not allowed."""
+        ...
+
+    def complete(self, state: Hashable) -> bool:
+        """Whether generation may stop after ``state``."""
+        ...
+
+
+class _Trie:
+    """Token-id trie of a closed word set: node → {token: child}, node → word ending there."""
+
+    def __init__(self, words: dict[str, tuple[int, ...]]) -> None:
+        self.children: list[dict[int, int]] = [{}]
+        self.word: list[str | None] = [None]
+        for word, ids in words.items():
+            node = 0
+            for t in ids:
+                nxt = self.children[node].get(t)
+                if nxt is None:
+                    nxt = len(self.children)
+                    self.children[node][t] = nxt
+                    self.children.append({})
+                    self.word.append(None)
+                node = nxt
+            self.word[node] = word
+
+    def walk(self, ids: Sequence[int]) -> int | None:
+        node: int | None = 0
+        for t in ids:
+            node = self.children[node].get(t)  # type: ignore[index]
+            if node is None:
+                return None
+        return node
+
+
+class TokenIndex:
+    """Per-tokenizer tables of the processor (build once, share across batches).
+
+    Args:
+        tokenizer: A Metaspace-style tokenizer (the project's trained BPE, T5, LLaMA).
+        vocab_size: Width of the model's scores (default ``len(tokenizer)``; T5 pads its
+            embedding matrix beyond the tokenizer).
+    """
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, vocab_size: int | None = None) -> None:
+        self.tokenizer = tokenizer
+        n = len(tokenizer)
+        self.vocab_size = max(int(vocab_size or n), n)
+        self.eos_id = int(tokenizer.eos_token_id)  # type: ignore[arg-type]
+        special = self.special = frozenset(tokenizer.all_special_ids)
+        added = set(tokenizer.get_added_vocab().values())
+        pieces = tokenizer.convert_ids_to_tokens(list(range(n)))
+        self.is_start = [bool(p) and p.startswith(SPACE) and i not in special for i, p in enumerate(pieces)]
+        self.text = [p[1:] if s else (p or "") for p, s in zip(pieces, self.is_start, strict=True)]
+        #: Tokens an open word may use: not special, not an added token (slots come as closed words).
+        self._plain = [i not in special and i not in added and bool(pieces[i]) for i in range(n)]
+        self._anchor = self._encode(_ANCHOR)
+        self._word_ids: dict[str, tuple[int, ...] | None] = {}
+        self._class_masks: dict[tuple[str, str, bool], torch.Tensor] = {}
+        self._class_ids: dict[tuple[str, str, bool], list[int]] = {}
+
+    def _encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def word_ids(self, word: str) -> tuple[int, ...] | None:
+        """The canonical token ids of ``word`` as it appears after another word (``None``: unusable)."""
+        if word not in self._word_ids:
+            ids = self._encode(f"{_ANCHOR} {word}")
+            ids = ids[len(self._anchor) :] if ids[: len(self._anchor)] == self._anchor else self._encode(word)
+            ok = bool(ids) and self.is_start[ids[0]] and not any(self.is_start[t] for t in ids[1:])
+            self._word_ids[word] = tuple(ids) if ok else None
+        return self._word_ids[word]
+
+    def text_of(self, ids: Sequence[int]) -> str:
+        """The text of one word's tokens (the leading ``▁`` dropped)."""
+        return "".join(self.text[t] for t in ids)
+
+    def class_ids(self, cls: OpenWordClass, start: bool) -> list[int]:
+        """Tokens that may start (``start``) or continue a word of ``cls`` by their characters."""
+        key = (cls.name, cls.chars, start)
+        if key not in self._class_ids:
+            chars = re.compile(f"{cls.chars}*")
+            self._class_ids[key] = [
+                i
+                for i in range(len(self.text))
+                if self._plain[i]
+                and self.is_start[i] == start
+                and (start or self.text[i])
+                and chars.fullmatch(self.text[i])
+            ]
+        return self._class_ids[key]
+
+    def class_mask(self, cls: OpenWordClass, start: bool) -> torch.Tensor:
+        """:meth:`class_ids` as a boolean mask."""
+        key = (cls.name, cls.chars, start)
+        if key not in self._class_masks:
+            self._class_masks[key] = self.mask(self.class_ids(cls, start))
+        return self._class_masks[key]
+
+    def mask(self, ids: Sequence[int]) -> torch.Tensor:
+        """A boolean mask with ``ids`` set."""
+        m = torch.zeros(self.vocab_size, dtype=torch.bool)
+        if ids:
+            m[torch.as_tensor(list(ids), dtype=torch.long)] = True
+        return m
+
+
+class _Tables:
+    """Caches of one grammar: tries and start masks per option set, masks per row state."""
+
+    def __init__(self, grammar: WordGrammar, index: TokenIndex) -> None:
+        self.grammar = grammar
+        self.index = index
+        self.tries: dict[Any, _Trie] = {}
+        self.starts: dict[Any, torch.Tensor] = {}
+        self.masks: dict[Any, torch.Tensor] = {}
+        self.words: dict[Any, str | None] = {}
+        self.closings: dict[Any, tuple[int, ...] | None] = {}
+        self.finishes: dict[Any, tuple[int, ...] | None] = {}
+        self.budgeted: dict[Any, torch.Tensor] = {}
+
+    def trie(self, opts: WordOptionsLike) -> _Trie:
+        found = self.tries.get(opts)
+        if found is None:
+            ids = {w: t for w in opts.words if (t := self.index.word_ids(w)) is not None}
+            found = self.tries[opts] = _Trie(ids)
+        return found
+
+    def start_mask(self, opts: WordOptionsLike) -> torch.Tensor:
+        """Tokens that begin a word allowed by ``opts``."""
+        found = self.starts.get(opts)
+        if found is None:
+            found = self.index.mask(list(self.trie(opts).children[0]))
+            for cls in opts.open:
+                ids = [i for i in self.index.class_ids(cls, True) if cls.prefix.fullmatch(self.index.text[i])]
+                found |= self.index.mask(ids)
+            self.starts[opts] = found
+        return found
+
+    def word(self, gstate: Hashable, wt: tuple[int, ...]) -> str | None:
+        """The allowed word that the tokens ``wt`` spell in ``gstate`` (``None``: not a whole word)."""
+        key = (gstate, wt)
+        if key not in self.words:
+            opts = self.grammar.options(gstate)
+            trie = self.trie(opts)
+            node = trie.walk(wt)
+            word = trie.word[node] if node is not None else None
+            if word is None:
+                text = self.index.text_of(wt)
+                word = text if any(c.word.fullmatch(text) for c in opts.open) else None
+            self.words[key] = word
+        return self.words[key]
+
+    def advance(self, state: tuple[Any, ...], tok: int) -> tuple[Any, ...]:
+        """The row state after one more token."""
+        if state is _DEAD or tok >= len(self.index.text) or tok in self.index.special:
+            return _DEAD
+        gstate, wt = state
+        if not self.index.is_start[tok]:
+            return (gstate, wt + (tok,)) if wt else _DEAD
+        if not wt:
+            return (gstate, (tok,))
+        word = self.word(gstate, wt)
+        g2 = None if word is None else self.grammar.step(gstate, word)
+        return _DEAD if g2 is None else (g2, (tok,))
+
+    def closing(self, gstate: Hashable) -> tuple[int, ...] | None:
+        """Tokens of the grammar's closing words from a word boundary, then EOS."""
+        if gstate not in self.closings:
+            words = self.grammar.closing(gstate) if hasattr(self.grammar, "closing") else None
+            ids = [self.index.word_ids(w) for w in words or ()]
+            ok = words is not None and all(i is not None for i in ids)
+            self.closings[gstate] = tuple(t for i in ids for t in i or ()) + (self.index.eos_id,) if ok else None
+        return self.closings[gstate]
+
+    def finish(self, state: tuple[Any, ...]) -> tuple[int, ...] | None:
+        """A short token path from a row state to EOS (``None``: none known)."""
+        if state in self.finishes:
+            return self.finishes[state]
+        path = None
+        if state is not _DEAD:
+            gstate, wt = state
+            word = self.word(gstate, wt) if wt else None
+            g2 = self.grammar.step(gstate, word) if word is not None else (None if wt else gstate)
+            path = self.closing(g2) if g2 is not None else None
+            if path is None and wt:  # finish a closed word first (breadth first in its trie)
+                trie = self.trie(self.grammar.options(gstate))
+                node = trie.walk(wt)
+                queue = [(node, ())] if node is not None else []
+                while queue and path is None:
+                    node, tail = queue.pop(0)
+                    for tok, child in trie.children[node].items():
+                        word = trie.word[child]
+                        g2 = self.grammar.step(gstate, word) if word is not None else None
+                        rest = self.closing(g2) if g2 is not None else None
+                        if rest is not None:
+                            path = (*tail, tok, *rest)
+                            break
+                        queue.append((child, (*tail, tok)))
+        self.finishes[state] = path
+        return path
+
+    def budget_mask(self, state: tuple[Any, ...], left: int) -> torch.Tensor:
+        """:meth:`mask` restricted to tokens after which the expression can still end within ``left`` tokens."""
+        key = (state, left)
+        found = self.budgeted.get(key)
+        if found is None:
+            eos, index = self.index.eos_id, self.index
+            keep: list[int] = []
+            same: bool | None = None  # an open word that stays open: its way to the end stays as long
+            if state is not _DEAD and state[1]:
+                gstate, wt = state
+                node = self.trie(self.grammar.options(gstate)).walk(wt)
+                closed = self.trie(self.grammar.options(gstate)).children[node] if node is not None else {}
+                now = self.finish(state)
+                text = index.text_of(wt)
+                if now is not None and any(
+                    c.free and c.word.fullmatch(text) for c in self.grammar.options(gstate).open
+                ):
+                    same = len(now) <= left - 1
+            for t in self.mask(state).nonzero().flatten().tolist():
+                if t == eos:
+                    keep.append(t)
+                elif same is not None and not index.is_start[t] and t not in closed:
+                    if same:
+                        keep.append(t)
+                elif (f := self.finish(self.advance(state, t))) is not None and len(f) <= left - 1:
+                    keep.append(t)
+            if not keep:
+                path = self.finish(state)
+                keep = [path[0] if path else eos]
+            found = self.budgeted[key] = self.index.mask(keep)
+        return found
+
+    def mask(self, state: tuple[Any, ...]) -> torch.Tensor:
+        """The allowed next tokens of a row state (EOS at least)."""
+        found = self.masks.get(state)
+        if found is not None:
+            return found
+        index = self.index
+        if state is _DEAD:
+            found = index.mask([index.eos_id])
+        else:
+            gstate, wt = state
+            opts = self.grammar.options(gstate)
+            if not wt:
+                found = self.start_mask(opts).clone()
+            else:
+                trie = self.trie(opts)
+                node = trie.walk(wt)
+                found = index.mask(list(trie.children[node]) if node is not None else [])
+                text = index.text_of(wt)
+                for cls in opts.open:
+                    if not cls.prefix.fullmatch(text):
+                        continue
+                    if cls.free and text:
+                        found |= index.class_mask(cls, False)
+                    else:
+                        ids = [i for i in index.class_ids(cls, False) if cls.prefix.fullmatch(text + index.text[i])]
+                        found |= index.mask(ids)
+                word = self.word(gstate, wt)
+                g2 = None if word is None else self.grammar.step(gstate, word)
+                if g2 is not None:
+                    found |= self.start_mask(self.grammar.options(g2))
+                    if self.grammar.complete(g2):
+                        found[index.eos_id] = True
+            if not bool(found.any()):
+                found[index.eos_id] = True
+        self.masks[state] = found
+        return found
+
+
+class GrammarLogitsProcessor(LogitsProcessor):
+    """Mask the scores of tokens that would leave the grammar (see the module docstring).
+
+    Args:
+        index: The tokenizer's :class:`TokenIndex` (or the tokenizer; an index is built).
+        grammars: One grammar per example of the batch, or a single grammar for all.
+        num_beams: Beams per example (rows are ``batch_index * num_beams + beam``).
+        prefix_length: Leading tokens of every row that were not generated (1 for an
+            encoder-decoder's decoder start token; a decoder-only model's prompt length).
+        max_new_tokens: The search's token budget (``None``: unguarded). When a row's shortest
+            way to the end (the grammar's ``closing``) comes within ``budget_slack`` tokens of
+            what is left, only tokens after which the expression can still end in time are
+            allowed, so beams end complete instead of being cut off.
+        budget_slack: How early (in tokens) the budget guard starts checking a row.
+    """
+
+    def __init__(
+        self,
+        index: TokenIndex | PreTrainedTokenizerBase,
+        grammars: WordGrammar | Sequence[WordGrammar],
+        num_beams: int = 1,
+        prefix_length: int = 1,
+        max_new_tokens: int | None = None,
+        budget_slack: int = 16,
+    ) -> None:
+        self.index = index if isinstance(index, TokenIndex) else TokenIndex(index)
+        self.grammars = [grammars] if hasattr(grammars, "options") else list(grammars)  # type: ignore[arg-type]
+        if not self.grammars:
+            raise ValueError("GrammarLogitsProcessor needs at least one grammar")
+        self.num_beams = max(1, int(num_beams))
+        self.prefix_length = int(prefix_length)
+        self.max_new_tokens = None if max_new_tokens is None else int(max_new_tokens)
+        self.budget_slack = int(budget_slack)
+        tables: dict[int, _Tables] = {}
+        self._tables = [tables.setdefault(id(g), _Tables(g, self.index)) for g in self.grammars]
+        self._states: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
+
+    def _tables_of(self, row: int) -> _Tables:
+        example = row // self.num_beams
+        if len(self._tables) == 1:
+            return self._tables[0]
+        if example >= len(self._tables):
+            raise ValueError(
+                f"row {row} belongs to example {example}, but only {len(self._tables)} grammars were given"
+            )
+        return self._tables[example]
+
+    def _state(self, row: int, tables: _Tables, seq: tuple[int, ...]) -> tuple[Any, ...]:
+        key = (row // self.num_beams, seq)
+        found = self._states.get(key)
+        if found is not None:
+            return found
+        prev = self._states.get((key[0], seq[:-1])) if seq else None
+        if prev is None:  # replay from the start (a new processor, or a pruned prefix)
+            state: tuple[Any, ...] = (tables.grammar.start(), ())
+            for tok in seq:
+                state = tables.advance(state, tok)
+        else:
+            state = tables.advance(prev, seq[-1])
+        return state
+
+    def row_masks(self, input_ids: torch.LongTensor) -> torch.Tensor:
+        """The ``[rows, vocab]`` boolean mask of allowed next tokens."""
+        rows = input_ids.tolist()
+        states: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
+        masks = []
+        for r, ids in enumerate(rows):
+            tables = self._tables_of(r)
+            seq = tuple(ids[self.prefix_length :])
+            state = self._state(r, tables, seq)
+            states[(r // self.num_beams, seq)] = state
+            left = None if self.max_new_tokens is None else self.max_new_tokens - len(seq)
+            path = tables.finish(state) if left is not None else None
+            if path is not None and left is not None and len(path) + self.budget_slack >= left:
+                masks.append(tables.budget_mask(state, left))
+            else:
+                masks.append(tables.mask(state))
+        self._states = states  # only the last step's prefixes are needed next
+        return torch.stack(masks)
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        """Set the scores of disallowed tokens to ``-inf``."""
+        allowed = self.row_masks(input_ids).to(scores.device)
+        width = scores.shape[-1]
+        if allowed.shape[-1] < width:
+            allowed = torch.nn.functional.pad(allowed, (0, width - allowed.shape[-1]), value=False)
+        return scores.masked_fill(~allowed[:, :width], float("-inf"))  # type: ignore[return-value]
+
+
+__all__ = ["GrammarLogitsProcessor", "OpenWordClass", "TokenIndex", "WordGrammar", "WordOptionsLike"]
