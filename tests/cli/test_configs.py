@@ -13,11 +13,15 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 QUICKSTART = CONFIGS / "quickstart.yaml"
 CLI_KEYS = {"seed_everything", "model", "data", "trainer", "optimizer", "lr_scheduler", "ckpt_path"}
 #: YAMLs that are not LightningCLI configs, each parsed by the test of the tool that reads it:
-#: W&B sweeps (tests/cli/test_sweeps.py), the TFS fallback pipeline (tests/pipelines/test_tfs_fallback.py),
+#: W&B sweeps (tests/cli/test_sweeps.py), the TFS fallback pipelines (tests/pipelines/tfs/test_tfs_config.py,
+#: tests/tools/test_lora_tool.py), the TFS merge-then-continue chain (tests/tools/test_lora_tool.py),
 #: decomposition jobs (tests/pipelines/coq/decomposition/test_decompose_configs.py) and CoQ pipeline files
-#: (tests/pipelines/test_runner.py).
+#: (tests/runner/test_runner.py).
 OTHER_YAMLS = {
     "tfs/pipeline.yaml",
+    "tfs/pipeline_llama2_webqsp.yaml",
+    "tfs/pipeline_llama2_cwq.yaml",
+    "tfs/pipeline_merge_continue.yaml",
     "coq/decompose/openai.yaml",
     "coq/decompose/llama2_7b_local.yaml",
     "coq/decompose/synthetic_gold.yaml",
@@ -46,13 +50,18 @@ def _is_experiment(path: Path) -> bool:
 
 
 #: Per-system bases: a task/dataset file in the same folder parses on top of its base.
-BASES = {"tfs": CONFIGS / "tfs" / "base.yaml", "coq": CONFIGS / "coq" / "freebase.yaml"}
+BASES = {
+    "tfs": CONFIGS / "tfs" / "base.yaml",
+    "tfs_llama2": CONFIGS / "tfs" / "llama2_7b_webqsp.yaml",  # every llama2_* base: tests/tools/test_lora_tool.py
+    "coq": CONFIGS / "coq" / "freebase.yaml",
+}
 #: The task/dataset files of each base (the rest of the folder are whole experiments).
 ON_BASE = {
     "tfs/s1.yaml": "tfs",
     "tfs/s2_items.yaml": "tfs",
     "tfs/s2_lf.yaml": "tfs",
     "tfs/s3.yaml": "tfs",
+    **{f"tfs/llama2/{task}.yaml": "tfs_llama2" for task in ("s1", "s2_items", "s2_lf", "s3")},
     "coq/webqsp.yaml": "coq",
     "coq/cwq.yaml": "coq",
 }

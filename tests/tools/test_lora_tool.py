@@ -73,6 +73,16 @@ def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict 
 
 # ------------------------------------------------------------------ configs
 
+GPU_BASES = ("llama2_7b_webqsp", "llama2_13b_webqsp", "llama2_7b_cwq", "llama2_13b_cwq")
+
+
+def _printed(args: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
+    with pytest.raises(SystemExit) as info:
+        build_cli(["fit", *args, "--print_config"], run=True)
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    return yaml.safe_load(out[out.find("# lightning.pytorch==") :])
+
 
 @pytest.mark.parametrize(
     "task", [TINY[0], *(pytest.param(t, marks=pytest.mark.slow) for t in TINY[1:])]
@@ -89,16 +99,46 @@ def test_tiny_configs_run_one_step(task: str, workdir: Path) -> None:
 
 @pytest.mark.parametrize("name", ["llama2_7b_webqsp", "llama2_13b_cwq"])
 def test_gpu_configs_parse(name: str, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as info:
-        build_cli(["fit", "--config", str(CONFIGS / f"{name}.yaml"), "--print_config"], run=True)
-    assert info.value.code == 0
-    printed = yaml.safe_load(capsys.readouterr().out)
+    printed = _printed(["--config", str(CONFIGS / f"{name}.yaml")], capsys)
     init = printed["model"]["init_args"]
     assert init["learning_rate"] == 3e-4 and init["torch_dtype"] == "bfloat16"
     assert init["model_name_or_path"].startswith("meta-llama/Llama-2-")
     assert printed["trainer"]["max_epochs"] == 3 and printed["data"]["init_args"]["batch_size"] == 8
-    assert printed["data"]["init_args"]["max_length"] == 128
+    assert printed["data"]["init_args"]["max_input_length"] == 128  # the input; the template comes on top
+    assert printed["data"]["init_args"]["max_length"] is None
     assert printed["trainer"]["strategy"]["class_path"].endswith("DeepSpeedStrategy")
+
+
+def test_one_adapter_per_task_model_and_dataset(capsys: pytest.CaptureFixture[str]) -> None:
+    """configs/tfs/llama2_{7b,13b}_{webqsp,cwq}.yaml + llama2/<task>.yaml: 16 runs, 16 adapter folders,
+    held-out validation, and the GPU pipeline files chain each dataset's [13B, 7B] adapters."""
+    adapters: dict[tuple[str, str], str] = {}
+    for name in GPU_BASES:
+        for task in TINY:
+            printed = _printed(
+                ["--config", str(CONFIGS / f"{name}.yaml"), "--config", str(CONFIGS / "llama2" / f"{task}.yaml")],
+                capsys,
+            )
+            model, data = printed["model"]["init_args"], printed["data"]["init_args"]
+            size = name.split("_")[1]
+            assert model["model_name_or_path"] == data["tokenizer_name_or_path"] == f"meta-llama/Llama-2-{size}-hf"
+            assert data["tasks"] == [task] and data["max_input_length"] == 128 and data["s2_lf_input"] == "items"
+            assert data["val_file"] and "test" not in data["val_file"] and data["test_file"] == "test.jsonl"
+            stage = printed["trainer"]["strategy"]["init_args"]["stage"]
+            assert stage == (3 if size == "13b" else 2) and model["learning_rate"] == 3e-4
+            logger = printed["trainer"]["logger"]["init_args"]
+            export = [c for c in printed["trainer"]["callbacks"] if c["class_path"].endswith("AdapterExport")]
+            assert len(export) == 1 and export[0]["init_args"]["dirpath"] is None  # <log_dir>/adapter
+            adapters[(name, task)] = f"{logger['save_dir']}/{logger['name']}/{logger['version']}/adapter"
+    assert len(set(adapters.values())) == 16
+    from kbqa_lit.pipelines.tfs.config import load_pipeline_config
+
+    for dataset in ("webqsp", "cwq"):
+        cfg = load_pipeline_config(CONFIGS / f"pipeline_llama2_{dataset}.yaml")
+        assert [m.name for m in cfg.members] == ["llama2-13b", "llama2-7b"] and cfg.order == "strategy"
+        for member, size in zip(cfg.members, ("13b", "7b"), strict=True):
+            assert member.adapters == {t: adapters[(f"llama2_{size}_{dataset}", t)] for t in TINY}
+        assert cfg.linking.mode == "predicted" and cfg.data.file == f"data/{dataset}/test.jsonl"
 
 
 # ------------------------------------------------------------------ merge, export, continued training
@@ -243,3 +283,29 @@ def test_pipeline_command_on_the_shipped_config(adapter, workdir: Path, capsys) 
     rows = [json.loads(line) for line in Path(summary["out"]).read_text().splitlines()]
     assert len(rows) == 3 and all(r["attempts"][0]["strategy"] == "s1" for r in rows)
     assert (workdir / "outputs" / "synthetic" / "seed0" / "store").is_dir()  # built on first use
+
+
+def test_merge_then_continue_chain(dm, workdir: Path, capsys) -> None:
+    """configs/tfs/pipeline_merge_continue.yaml (--quick): fit, ``lora merge``, fit a fresh LoRA on the merge.
+
+    The chain's commands run in this process (``kbqa_lit.cli.main``) instead of one ``kbqa`` process each;
+    the runner's process handling has its own tests (tests/runner).
+    """
+    from kbqa_lit.runner.chain import load_pipeline
+
+    work = workdir / "merge_continue"
+    chain = load_pipeline(CONFIGS / "pipeline_merge_continue.yaml", {"configs": str(CONFIGS.parent), "work": str(work)})
+    commands = chain.commands(quick=True)
+    assert [c.step for c in commands] == ["first", "merge", "continue"]
+    assert commands[1].argv[:2] == ["lora", "merge"]
+    for cmd in commands:
+        assert main(cmd.argv) == 0 and cmd.done(), cmd.argv
+    capsys.readouterr()
+    merged = work / "merged"
+    meta = json.loads((work / "continue" / "run" / "adapter" / "kbqa_lora.json").read_text())
+    assert meta["hparams"]["model_name_or_path"] == str(merged)  # the new LoRA sits on the merged base
+    first = json.loads((work / "first" / "run" / "adapter" / "kbqa_lora.json").read_text())
+    assert first["hparams"]["model_name_or_path"] is None  # the tiny base, built from its config
+    continued = LoraCausalLM.from_adapter(work / "continue" / "run" / "adapter").eval()
+    moved = [k for k, v in continued.adapter_state_dict().items() if "lora_B" in k and float(v.abs().sum()) > 0]
+    assert moved  # the second LoRA trained
