@@ -94,6 +94,16 @@ class DecompositionBackend(ABC):
             ensure_ascii=False,
         )
 
+    def set_default_stop(self, stop: Sequence[str]) -> None:
+        """Use ``stop`` as the stop strings unless the backend was built with its own.
+
+        The decomposition run hands over its prompt's stop strings (after the result line), so a
+        config without ``stop`` stops where the prompt's cases end. Backends with a ``stop``
+        attribute and a ``stop_given`` flag take them; others ignore the call.
+        """
+        if hasattr(self, "stop") and not getattr(self, "stop_given", True):
+            self.stop = list(stop)
+
     def close(self) -> None:  # noqa: B027  (optional hook: most backends hold nothing)
         """Release resources (sessions, models); the default does nothing."""
 

@@ -41,7 +41,8 @@ class HFCausalLMBackend(DecompositionBackend):
         max_new_tokens: Maximum number of generated tokens per decomposition.
         batch_size: Prompts per forward pass.
         stop: Stop strings; generation of a sequence ends at the first one, and it is cut from the
-            text.
+            text. ``None``: the decomposition prompt's (handed over by the run), else the next
+            case's header.
         torch_dtype: Weight dtype (``bfloat16``, ``float16``, ``float32``; ``None``: the checkpoint's).
         device: ``cuda``, ``cuda:1``, ``cpu``... (``None``: CUDA when available, else CPU).
         max_prompt_tokens: Prompts longer than this are cut from the left (``None``: the model's
@@ -66,6 +67,8 @@ class HFCausalLMBackend(DecompositionBackend):
         self.max_new_tokens = max_new_tokens
         self.batch_size = max(1, batch_size)
         self.stop = list(DEFAULT_STOP if stop is None else stop)
+        #: Whether ``stop`` was given (else the decomposition prompt's stop strings replace the default).
+        self.stop_given = stop is not None
         self.torch_dtype = torch_dtype
         self.device = device
         self.max_prompt_tokens = max_prompt_tokens

@@ -55,7 +55,8 @@ class OpenAICompatibleBackend(DecompositionBackend):
         api_key_env: Name of the environment variable that holds the API key (``None``: no key).
         max_tokens: Maximum number of generated tokens per decomposition.
         temperature: Sampling temperature (0 = greedy, reproducible and cacheable).
-        stop: Stop strings (the next case's header by default).
+        stop: Stop strings, sent with every request; ``None``: the decomposition prompt's (handed
+            over by the run, e.g. after the result line), else the next case's header.
         timeout: Seconds to wait for each request (connect and read).
         retries: Retries after a connection error, read timeout, 429 or 5xx.
         backoff: Backoff factor of the retries (waits ``backoff * 2**n`` seconds).
@@ -92,6 +93,8 @@ class OpenAICompatibleBackend(DecompositionBackend):
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.stop = list(DEFAULT_STOP if stop is None else stop)
+        #: Whether ``stop`` was given (else the decomposition prompt's stop strings replace the default).
+        self.stop_given = stop is not None
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff

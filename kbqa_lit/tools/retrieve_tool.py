@@ -11,6 +11,12 @@
   :class:`~kbqa_lit.modules.cross_encoder.CrossEncoderRetriever` and writes
   ``meta["relation_candidates"]`` ``[[relation, score], ...]`` best first.
 
+With ``--schema-query`` (default on) the ``[SCHEMA]`` part of a *predicted* decomposition
+(``meta["decomposition_schema"]``, status ``ok``; CoQ step 1) is used as well: its relation phrases
+are extra queries of the relation ranking (the BM25 pre-filter takes the union of the pools, and a
+relation's score is its best over the question and the phrases), its entity names extra mentions
+of the entity index (candidates of every mention merged by score).
+
 Outputs are written atomically. Each prints a JSON summary with ``recall@1`` and ``recall@<l>``
 over the examples that have gold (topic entities / gold S-expression relations).
 """
@@ -51,6 +57,40 @@ def _gold_entities(ex: KBQAExample) -> list[str]:
         except KBQAError:
             return []
     return []
+
+
+def schema_part(ex: KBQAExample, kind: str) -> list[str]:
+    """The ``[SCHEMA]`` ``entities`` or ``relations`` of a predicted decomposition (``[]`` for gold or none)."""
+    from kbqa_lit.data.linking import PREDICTED_DECOMPOSITION_STATUSES
+
+    if ex.meta.get("decomposition_status") not in PREDICTED_DECOMPOSITION_STATUSES:
+        return []
+    schema = ex.meta.get("decomposition_schema") or {}
+    return [str(x) for x in schema.get(kind) or [] if str(x).strip()]
+
+
+def rank_relations(
+    model: Any, bm25: Any, question: str, phrases: list[str], top_l: int, batch_size: int
+) -> list[tuple[str, float]]:
+    """Rank relations for the question, the schema's relation phrases as extra queries (best score wins)."""
+    if not phrases:
+        return model.rank(question, bm25.prefilter(question), top_l=top_l, batch_size=batch_size)
+    pool = list(dict.fromkeys(r for q in [question, *phrases] for r in bm25.prefilter(q)))
+    best: dict[str, float] = {}
+    for q in [question, *phrases]:
+        for r, score in model.rank(q, pool, top_l=len(pool), batch_size=batch_size):
+            best[r] = max(score, best.get(r, score))
+    return sorted(best.items(), key=lambda x: -x[1])[:top_l]
+
+
+def link_entities(index: Any, question: str, mentions: list[str], top_l: int, fuzzy_threshold: float) -> list[Any]:
+    """Entity candidates of the question and of the schema's entity mentions, merged by score (stable)."""
+    found: dict[str, Any] = {}
+    for text in [question, *mentions]:
+        for c in index.search(text, top_l=top_l, fuzzy_threshold=fuzzy_threshold):
+            if c.id not in found or c.score > found[c.id].score:
+                found[c.id] = c
+    return sorted(found.values(), key=lambda c: -c.score)[:top_l]
 
 
 def _top_l(value: str) -> int:
@@ -99,7 +139,8 @@ def run_entities(args: argparse.Namespace) -> int:
         t_index = time.perf_counter() - t0
         recall = _Recall(sorted({1, args.top_l}))
         for ex in examples:
-            cands = index.search(ex.question, top_l=args.top_l, fuzzy_threshold=args.fuzzy_threshold)
+            mentions = schema_part(ex, "entities") if args.schema_query else []
+            cands = link_entities(index, ex.question, mentions, args.top_l, args.fuzzy_threshold)
             ids = [c.id for c in cands]
             ex.meta["entity_candidates"] = {c.id: c.label for c in cands}
             ex.meta["entity_candidate_scores"] = {c.id: round(c.score, 4) for c in cands}
@@ -140,7 +181,8 @@ def run_relations(args: argparse.Namespace) -> int:
     bm25 = BM25RelationRanker(inventory, top_n=args.bm25_top)
     recall = _Recall(sorted({1, args.top_l}))
     for ex in examples:
-        ranked = model.rank(ex.question, bm25.prefilter(ex.question), top_l=args.top_l, batch_size=args.batch_size)
+        phrases = schema_part(ex, "relations") if args.schema_query else []
+        ranked = rank_relations(model, bm25, ex.question, phrases, args.top_l, args.batch_size)
         ex.meta["relation_candidates"] = [[r, round(s, 4)] for r, s in ranked]
         recall.add(gold_relations(ex, args.input), [r for r, _ in ranked])
     n = write_json_lines_atomic((ex.to_dict() for ex in examples), args.out)
@@ -179,6 +221,12 @@ def register(subparsers: Any) -> None:
     ent.add_argument("--index", type=Path, default=None, help="entity index file (default <store>.entities.json)")
     ent.add_argument("--rebuild", action="store_true", help="rebuild the entity index even if it exists")
     ent.add_argument("--timeout", type=float, default=600.0, help="store query timeout in seconds (default 600)")
+    ent.add_argument(
+        "--schema-query",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also query with the [SCHEMA] part of predicted decompositions (default on)",
+    )
     ent.set_defaults(func=run_entities)
 
     rel = sub.add_parser(
@@ -199,7 +247,13 @@ def register(subparsers: Any) -> None:
         help="BM25 pre-filter size when the inventory is larger (0: off; default 100)",
     )
     rel.add_argument("--batch-size", type=_top_l, default=64, help="pairs per forward pass (default 64)")
+    rel.add_argument(
+        "--schema-query",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also query with the [SCHEMA] part of predicted decompositions (default on)",
+    )
     rel.set_defaults(func=run_relations)
 
 
-__all__ = ["register", "run_entities", "run_relations"]
+__all__ = ["link_entities", "rank_relations", "register", "run_entities", "run_relations", "schema_part"]

@@ -158,6 +158,8 @@ class _Decomposer:
     ) -> None:
         self.backend = backend
         self.prompt = prompt or DecompositionPrompt()
+        if backend is not None:
+            backend.set_default_stop(self.prompt.stop)  # stop after the result line, unless configured
         self.variant = variant
         self.source = source
         self.cache = cache

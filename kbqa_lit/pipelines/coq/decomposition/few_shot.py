@@ -1,31 +1,45 @@
 """The few-shot prompt of CoQ's progressive decomposition, with worked cases kept in editable files.
 
-A prompt is an instruction, the worked cases, then the question::
+A prompt is an instruction, the worked cases, then the question. In the paper's form
+(``style="worked"``, the default) each case is worked step by step, then the one-line result::
 
     <instruction>
 
-    Decompose the question "who directed ..." step by step:
-    [SUBQ] ... [ANS] ... [SUBQ] ... [ANS] ... [SCHEMA] ... [ENT] ... [SEP] ... [REL] ...
+    Decompose the question "What is the nationality of the director of Lantern?" step by step:
+    The first sub-question is "who directed Lantern?"; the answer is Tobias Wren; the relation is "directed by".
+    The second sub-question is "what is the nationality of Tobias Wren?"; the answer is Veloria; ...
+    [SUBQ] who directed Lantern? [ANS] Tobias Wren [SUBQ] ... [SCHEMA] Lantern [SEP] directed by [REL] nationality
 
     Decompose the question "<the question>" step by step:
 
+``style="compact"`` leaves the worked lines out (header, then the result line). The model is
+stopped after its result line by :attr:`DecompositionPrompt.stop`, which the decomposition run
+hands to the backend unless the backend's config names its own stop strings.
+
 The cases of each dataset ship as ``kbqa_lit/pipelines/coq/decomposition/cases/<dataset>.txt`` (webqsp, cwq,
-grailqa, metaqa, pathquestion, synthetic); a user may pass a file of their own. A case file holds
-cases separated by blank lines, each two lines::
+grailqa, metaqa, pathquestion, synthetic), each written in its dataset's own words, with the
+schema's relations as natural-language phrases; a user may pass a file of their own. A case
+file holds cases separated by blank lines: a ``Question:`` line, the worked lines (one per step),
+and a ``Decomposition:`` line::
 
     Question: what is the nationality of the director of Golden Compass?
+    The first sub-question is "who directed Golden Compass?"; the answer is Silas Quill; the relation ...
+    The second sub-question is ...
     Decomposition: [SUBQ] who directed Golden Compass? [ANS] Silas Quill [SUBQ] ... [SCHEMA] ...
 
 Lines starting with ``#`` are comments. Every decomposition must parse (at least one step) and
-have a ``[SCHEMA]`` part; a missing file or a malformed case raises a typed error naming the file
-and line.
+have a ``[SCHEMA]`` part, and the worked lines must not hold decomposition markers; the
+``worked`` style needs worked lines in every case. A missing file or a malformed case raises a
+typed error naming the file and line.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Literal
 
 from kbqa_lit.errors import DataFormatError, UserInputError
 from kbqa_lit.pipelines.coq.decomposition.parser import HEADER_TEMPLATE, parse_decomposition
@@ -34,12 +48,21 @@ from kbqa_lit.pipelines.coq.decomposition.parser import HEADER_TEMPLATE, parse_d
 DATASETS = ("webqsp", "cwq", "grailqa", "metaqa", "pathquestion", "synthetic")
 
 DEFAULT_INSTRUCTION = (
-    "Decompose a complex question into simple sub-questions, one step at a time. Write each "
-    "sub-question after [SUBQ] and its answer after [ANS]; a later sub-question may use an earlier "
-    "answer. When an answer is unknown, write #1, #2, ... for the first, second, ... answer. "
-    "Finish with [SCHEMA], the entities of the question separated by [ENT], then [SEP] and the "
-    "knowledge-base relations the question needs separated by [REL]."
+    "Decompose a complex question into simple sub-questions, one step at a time. For each step, say "
+    "what the sub-question is, what its answer is and which relation it asks about; a later "
+    "sub-question may use an earlier answer. When an answer is unknown, write #1, #2, ... for the "
+    "first, second, ... answer. Then write the result on one line: each sub-question after [SUBQ] and "
+    "its answer after [ANS], then [SCHEMA], the entities of the question separated by [ENT], then "
+    "[SEP] and the relations the question needs, as short phrases, separated by [REL]."
 )
+#: The prompt styles: the paper's worked cases, or the result lines only.
+STYLES = ("worked", "compact")
+#: Stop strings of each style: after the result line (a blank line ends a case) or the next header.
+DEFAULT_STOPS: dict[str, tuple[str, ...]] = {
+    "worked": ("\n\n", "Decompose the question"),
+    "compact": ("Decompose the question",),
+}
+_MARKER_RE = re.compile(r"\[\s*(SUBQ|ANS|SCHEMA|ENT|SEP|REL)\s*\]", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -49,10 +72,12 @@ class Case:
     Attributes:
         question: The complex question.
         decomposition: Its decomposition in the CoQ form (with the ``[SCHEMA]`` part).
+        worked: The worked lines, one per step (``The first sub-question is ...``); may be empty.
     """
 
     question: str
     decomposition: str
+    worked: tuple[str, ...] = ()
 
 
 def shipped_cases_path(dataset: str) -> Path:
@@ -98,15 +123,18 @@ def load_cases(path: str | Path) -> list[Case]:
 
 def _read_case(path: Path, block: list[tuple[int, str]]) -> Case:
     first = block[0][0]
-    if len(block) != 2:
+    if len(block) < 2:
         raise DataFormatError(
-            path, first, f"a case is two lines ('Question: ...', 'Decomposition: ...'), got {len(block)}"
+            path, first, "a case is a 'Question: ...' line, its worked lines and a 'Decomposition: ...' line"
         )
-    (qline, qtext), (dline, dtext) = block
+    (qline, qtext), (dline, dtext) = block[0], block[-1]
     if not qtext.lower().startswith("question:"):
         raise DataFormatError(path, qline, "a case must start with 'Question: ...'")
     if not dtext.lower().startswith("decomposition:"):
-        raise DataFormatError(path, dline, "the second line of a case must be 'Decomposition: ...'")
+        raise DataFormatError(path, dline, "the last line of a case must be 'Decomposition: ...'")
+    for lineno, text in block[1:-1]:
+        if text.lower().startswith(("question:", "decomposition:")) or _MARKER_RE.search(text):
+            raise DataFormatError(path, lineno, "a worked line holds no 'Question:', 'Decomposition:' or [MARKER]")
     question = qtext.split(":", 1)[1].strip()
     decomposition = dtext.split(":", 1)[1].strip()
     if not question:
@@ -116,7 +144,7 @@ def _read_case(path: Path, block: list[tuple[int, str]]) -> Case:
         raise DataFormatError(path, dline, f"bad decomposition: {parsed.error}")
     if not parsed.entities and not parsed.relations:
         raise DataFormatError(path, dline, "the decomposition has no [SCHEMA] part")
-    return Case(question=question, decomposition=decomposition)
+    return Case(question=question, decomposition=decomposition, worked=tuple(t for _, t in block[1:-1]))
 
 
 def header(question: str) -> str:
@@ -134,6 +162,11 @@ class DecompositionPrompt:
             by blank lines); overrides ``dataset``.
         instruction: The instruction before the cases; ``None`` uses the default one.
         num_cases: How many cases of the file to use (``None``: all).
+        style: ``worked`` (the paper: each case worked step by step, then the result line) or
+            ``compact`` (the result lines only).
+        stop: Stop strings handed to the backend (unless its config names its own); ``None``: the
+            style's (``worked``: a blank line — the end of the result line's case — and the next
+            header; ``compact``: the next header).
     """
 
     def __init__(
@@ -142,9 +175,15 @@ class DecompositionPrompt:
         cases_file: str | None = None,
         instruction: str | None = None,
         num_cases: int | None = None,
+        style: Literal["worked", "compact"] = "worked",
+        stop: list[str] | None = None,
     ) -> None:
+        if style not in STYLES:
+            raise UserInputError(f"prompt style must be one of {', '.join(STYLES)}, got {style!r}")
         self.dataset = dataset
         self.cases_file = cases_file
+        self.style = style
+        self.stop = list(DEFAULT_STOPS[style] if stop is None else stop)
         self.instruction = DEFAULT_INSTRUCTION if instruction is None else instruction
         path = Path(cases_file) if cases_file else shipped_cases_path(dataset)
         cases = load_cases(path)
@@ -152,10 +191,22 @@ class DecompositionPrompt:
             if num_cases < 0:
                 raise UserInputError(f"num_cases must be >= 0, got {num_cases}")
             cases = cases[:num_cases]
+        if style == "worked":
+            unworked = [c.question for c in cases if not c.worked]
+            if unworked:
+                raise UserInputError(
+                    f"prompt style 'worked' needs worked lines in every case of {path}; none for {unworked[0]!r} "
+                    "(add them, or use style: compact)"
+                )
         self.cases = cases
         blocks = [self.instruction.strip()] if self.instruction.strip() else []
-        blocks += [f"{header(c.question)}\n{c.decomposition}" for c in cases]
+        blocks += [self.case_text(c) for c in cases]
         self._prefix = "\n\n".join(blocks)
+
+    def case_text(self, case: Case) -> str:
+        """One case as the prompt shows it: header, worked lines (``worked`` style), result line."""
+        lines = [header(case.question), *(case.worked if self.style == "worked" else ()), case.decomposition]
+        return "\n".join(lines)
 
     def render(self, question: str) -> str:
         """The full prompt for ``question`` (ends with its header line and a newline)."""
@@ -164,12 +215,14 @@ class DecompositionPrompt:
 
     def __repr__(self) -> str:
         source = self.cases_file or self.dataset
-        return f"DecompositionPrompt({source!r}, cases={len(self.cases)})"
+        return f"DecompositionPrompt({source!r}, cases={len(self.cases)}, style={self.style!r})"
 
 
 __all__ = [
     "DATASETS",
     "DEFAULT_INSTRUCTION",
+    "DEFAULT_STOPS",
+    "STYLES",
     "Case",
     "DecompositionPrompt",
     "header",

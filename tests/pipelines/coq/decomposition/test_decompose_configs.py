@@ -35,6 +35,11 @@ def test_every_config_parses_and_builds(path):
     for key, value in backend["init_args"].items():
         attr = {"tokenizer": "tokenizer_name", "base_url": "base_url"}.get(key, key)
         got = getattr(job.backend, attr)
+        if key == "stop" and value is None:  # the prompt's stop strings, handed over by the run
+            assert not job.backend.stop_given
+            job.backend.set_default_stop(job.prompt.stop)
+            assert job.backend.stop == job.prompt.stop == ["\n\n", "Decompose the question"]
+            continue
         assert got == (value.rstrip("/") if key == "base_url" else value), f"{path.name}: backend.{key}"
 
 

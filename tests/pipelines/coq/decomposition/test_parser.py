@@ -172,3 +172,22 @@ def test_placeholders_keep_a_failure():
 def test_prose_on_the_first_line_then_a_continuation():
     text = "Sure. [SUBQ] who directed Golden Compass? [ANS] Silas Quill\nQuestion: who won?\n[SUBQ] who won? [ANS] Bob"
     assert parse_decomposition(text, Q).steps == [STEPS[0]]
+
+
+@pytest.mark.parametrize("dataset", ["synthetic", "webqsp", "cwq", "grailqa", "metaqa", "pathquestion"])
+def test_parses_the_papers_worked_form_back(dataset):
+    """A model answering in the prompt's worked form (steps in words, then the result line) parses back."""
+    from kbqa_lit.pipelines.coq.decomposition.few_shot import DecompositionPrompt
+
+    prompt = DecompositionPrompt(dataset)
+    case = prompt.cases[-1]
+    want = parse_decomposition(case.decomposition)
+    answer = "\n".join(case.worked) + "\n" + case.decomposition
+    for output in (
+        answer,  # only the new text, stopped after the result line
+        answer + '\n\nDecompose the question "another one?" step by step:\n[SUBQ] x? [ANS] y',  # no stop
+        prompt.render(case.question) + answer,  # the prompt echoed back
+    ):
+        got = parse_decomposition(output, case.question)
+        assert got.ok, got.error
+        assert (got.steps, got.entities, got.relations) == (want.steps, want.entities, want.relations)
