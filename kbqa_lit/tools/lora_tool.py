@@ -4,7 +4,8 @@
   merges the adapter into its base (peft ``merge_and_unload``) and writes a standalone model
   and tokenizer (``from_pretrained``-ready). Train a fresh LoRA on top by pointing a config's
   ``model.init_args.model_name_or_path`` and ``data.init_args.tokenizer_name_or_path`` at it
-  (the paper's continued training).
+  (the paper's continued training); ``kbqa pipeline configs/tfs/pipeline_merge_continue.yaml``
+  runs fit → merge → fit on the merged model in one command.
 - ``kbqa lora export --ckpt FILE.ckpt --out DIR`` turns an adapter-only Lightning checkpoint of
   ``LoraCausalLM`` into an adapter folder (as ``AdapterExport`` writes at the end of ``fit``).
 - ``kbqa lora pipeline --config configs/tfs/pipeline.yaml [--split S] [--limit N] [--out FILE]
