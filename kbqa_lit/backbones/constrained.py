@@ -284,23 +284,40 @@ class _Tables:
             eos, index = self.index.eos_id, self.index
             keep: list[int] = []
             same: bool | None = None  # an open word that stays open: its way to the end stays as long
-            if state is not _DEAD and state[1]:
+            closed: dict[int, int] = {}
+            starts: tuple[dict[int, int], list[OpenWordClass]] = ({}, [])
+            if state is not _DEAD:
                 gstate, wt = state
-                node = self.trie(self.grammar.options(gstate)).walk(wt)
-                closed = self.trie(self.grammar.options(gstate)).children[node] if node is not None else {}
+                opts = self.grammar.options(gstate)
+                node = self.trie(opts).walk(wt) if wt else None
+                closed = self.trie(opts).children[node] if node is not None else {}
                 now = self.finish(state)
                 text = index.text_of(wt)
-                if now is not None and any(
-                    c.free and c.word.fullmatch(text) for c in self.grammar.options(gstate).open
-                ):
+                if wt and now is not None and any(c.free and c.word.fullmatch(text) for c in opts.open):
                     same = len(now) <= left - 1
+                word = self.word(gstate, wt) if wt else None
+                g2 = self.grammar.step(gstate, word) if word is not None else (None if wt else gstate)
+                if g2 is not None:  # words that may start next: one representative per free open class
+                    nxt = self.grammar.options(g2)
+                    starts = (self.trie(nxt).children[0], [c for c in nxt.open if c.free])
+            fits: dict[str, bool] = {}
             for t in self.mask(state).nonzero().flatten().tolist():
                 if t == eos:
                     keep.append(t)
-                elif same is not None and not index.is_start[t] and t not in closed:
-                    if same:
-                        keep.append(t)
-                elif (f := self.finish(self.advance(state, t))) is not None and len(f) <= left - 1:
+                    continue
+                if not index.is_start[t] and same is not None and t not in closed:
+                    fit = same
+                elif index.is_start[t] and t not in starts[0] and starts[1]:
+                    cls = next((c for c in starts[1] if c.word.fullmatch(index.text[t])), None)
+                    if cls is not None and cls.name in fits:
+                        fit = fits[cls.name]
+                    else:
+                        fit = (f := self.finish(self.advance(state, t))) is not None and len(f) <= left - 1
+                        if cls is not None:
+                            fits[cls.name] = fit
+                else:
+                    fit = (f := self.finish(self.advance(state, t))) is not None and len(f) <= left - 1
+                if fit:
                     keep.append(t)
             if not keep:
                 path = self.finish(state)
