@@ -9,30 +9,19 @@ import lightning as L
 import pytest
 
 from kbqa_lit.callbacks.execution_eval import ExecutionGuidedEval
-from kbqa_lit.data.schema import KBQAExample, write_jsonl
+from kbqa_lit.data.schema import write_jsonl
 from kbqa_lit.datamodules.coq.generation import GenerationDataModule
 from kbqa_lit.kb.grammar import BaseRules, SExprGrammar
 from kbqa_lit.modules.coq.multitask_generator import MultitaskGenerator
 from tests.helpers.tiny import ONE_LAYER_T5
-from tests.helpers.toy import born_in
-
-NS = "http://rdf.freebase.com/ns/"
-
-
-def _kb(examples: list[KBQAExample]) -> str:
-    triples = []
-    for ex in examples:
-        (pid, name), answer = next(iter(ex.topic_entities.items())), ex.answers[0]
-        triples += [(pid, "type.object.name", f'"{name}"@en'), (answer.id, "type.object.name", f'"{answer.name}"@en')]
-        triples.append((pid, "people.person.place_of_birth", f"<{NS}{answer.id}>"))
-    return "".join(f"<{NS}{s}> <{NS}{p}> {o} .\n" for s, p, o in dict.fromkeys(triples))
+from tests.helpers.toy import born_in, born_in_kb
 
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("constrained")
     train, test = born_in(8, padded=True), born_in(4, offset=2, prefix="t")
-    (root / "kb.nt").write_text(_kb(train + test), encoding="utf-8")
+    (root / "kb.nt").write_text(born_in_kb(train + test), encoding="utf-8")
     write_jsonl(train, root / "train.jsonl")
     write_jsonl(train[:2], root / "dev.jsonl")
     write_jsonl(test, root / "test.jsonl")

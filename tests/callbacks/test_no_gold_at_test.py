@@ -20,18 +20,7 @@ from kbqa_lit.datamodules.coq.generation import GenerationDataModule
 from kbqa_lit.lightning_cli import ORACLE_RUN_SUFFIX, mark_oracle_run
 from kbqa_lit.modules.coq.multitask_generator import MultitaskGenerator
 from tests.helpers.tiny import ONE_LAYER_T5
-from tests.helpers.toy import born_in
-
-NS = "http://rdf.freebase.com/ns/"
-
-
-def _kb(examples: list[KBQAExample]) -> str:
-    triples = []
-    for ex in examples:
-        (pid, name), answer = next(iter(ex.topic_entities.items())), ex.answers[0]
-        triples += [(pid, "type.object.name", f'"{name}"@en'), (answer.id, "type.object.name", f'"{answer.name}"@en')]
-        triples.append((pid, "people.person.place_of_birth", f"<{NS}{answer.id}>"))
-    return "".join(f"<{NS}{s}> <{NS}{p}> {o} .\n" for s, p, o in dict.fromkeys(triples))
+from tests.helpers.toy import born_in, born_in_kb
 
 
 def _named_ids(examples: list[KBQAExample]) -> list[KBQAExample]:
@@ -66,7 +55,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     test = _named_ids(born_in(6, offset=2, prefix="t", decomposition=True))  # gold decompositions end with the answer
     for ex in test:  # gold-form labels a linker could never produce
         ex.meta["entity_labels"] = {"m.gold_only": "Gold Only Person"}
-    (root / "kb.nt").write_text(_kb(train + test), encoding="utf-8")
+    (root / "kb.nt").write_text(born_in_kb(train + test), encoding="utf-8")
     dirs = {}
     variants = {
         "gold": test,

@@ -38,3 +38,14 @@ def born_in(
             )
         )
     return out
+
+
+def born_in_kb(examples: list[KBQAExample]) -> str:
+    """N-Triples of a KB that answers ``examples`` (born-in questions with one topic entity): names and births."""
+    ns = "http://rdf.freebase.com/ns/"
+    triples = []
+    for ex in examples:
+        (pid, name), answer = next(iter(ex.topic_entities.items())), ex.answers[0]
+        triples += [(pid, "type.object.name", f'"{name}"@en'), (answer.id, "type.object.name", f'"{answer.name}"@en')]
+        triples.append((pid, "people.person.place_of_birth", f"<{ns}{answer.id}>"))
+    return "".join(f"<{ns}{s}> <{ns}{p}> {o} .\n" for s, p, o in dict.fromkeys(triples))
