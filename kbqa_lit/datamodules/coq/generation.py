@@ -219,6 +219,14 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
                     f"patterns: predicted, but no example of {self.split_file(split)} has meta.patterns: run the "
                     "pattern stage on it (kbqa predict with PatternWriter), or set patterns: none"
                 )
+            if self.hparams.patterns == "predicted" and split != "train":
+                oracle = [ex.qid for ex in examples if ex.meta.get("patterns_mode") == "oracle"]
+                if oracle:
+                    raise UserInputError(
+                        f"patterns: predicted, but {len(oracle)} examples of {self.split_file(split)} (first: "
+                        f"{oracle[0]!r}) carry oracle patterns (PatternWriter mode: oracle, the gold pairs): use "
+                        "patterns: gold for the oracle, or write the file with mode: scored"
+                    )
             settings = {
                 "use_decomposition": self.hparams.use_decomposition,
                 "patterns": self.hparams.patterns,

@@ -62,7 +62,8 @@ class PatternWriter(Callback):
         top_k: Patterns kept per example (5 CWQ, 3 WebQSP).
         threshold: Refinement threshold; ``None`` uses the classifier's ``threshold``.
         mode: ``scored`` (the paper), ``random`` (a seeded sample of the pair source's entities'
-            1-hop relations, KB-connected by construction) or ``oracle`` (gold pairs).
+            1-hop relations, KB-connected by construction) or ``oracle`` (gold pairs). Each row
+            records it in ``meta["patterns_mode"]``; ``patterns: predicted`` refuses ``oracle`` rows.
         seed: Seed of ``random``.
         pairs: Where the pairs come from: ``candidates`` (all top-l candidate relations × top-l
             candidate entities, the paper) or ``refined`` (refined relations × refined entities).
@@ -153,6 +154,7 @@ class PatternWriter(Callback):
             meta["refined_relations"] = rels
             meta["refined_entities"] = ents
             meta["patterns"] = patterns
+            meta["patterns_mode"] = self.mode  # oracle: gold pairs, which patterns: predicted refuses
             if not meta.get("entity_candidates") and rec.get("entity_labels"):
                 meta["entity_candidates"] = dict(rec["entity_labels"])
             self._rows[int(rec["index"])] = replace(ex, meta=meta)

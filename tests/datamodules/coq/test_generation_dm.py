@@ -294,3 +294,19 @@ def test_predicted_patterns_on_a_file_without_them_is_an_error(tmp_path: Path) -
     dm = make_dm(tmp_path, patterns="predicted")
     with pytest.raises(UserInputError, match=r"patterns: predicted, but no example of .*test.jsonl has meta.patterns"):
         dm.dataset("test")
+
+
+def test_oracle_patterns_are_not_read_as_predictions(tmp_path: Path) -> None:
+    """PatternWriter(mode: oracle) writes the gold pairs: ``patterns: predicted`` must not take them as predictions."""
+    write_splits(tmp_path)
+    rows = [json.loads(line) for line in (tmp_path / "test.jsonl").read_text(encoding="utf-8").splitlines()]
+    for row in rows:
+        row["meta"].update(patterns=["[ people , person , place of birth ] , [ Ada ]"], patterns_mode="oracle")
+    (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    dm = make_dm(tmp_path, patterns="predicted")
+    with pytest.raises(UserInputError, match=r"carry oracle patterns \(PatternWriter mode: oracle"):
+        dm.dataset("test")
+    for row in rows:
+        row["meta"]["patterns_mode"] = "scored"
+    (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert len(make_dm(tmp_path, patterns="predicted").dataset("test")) == len(rows)
