@@ -8,7 +8,9 @@ The result is a plain JSON-able dict (``kbqa compare`` prints it) that the HTML 
   checkpoint directories and logger names left out), plus any asked for;
 - ``runs``: per run its final and best value of each metric and its value of each such parameter;
 - ``sweeps``: per parameter, the runs grouped by its value with the mean final metrics (the shape
-  of the CoQ paper's Table 10: α against F1 / Hit@1).
+  of the CoQ paper's Table 10: α against F1 / Hit@1);
+- ``experiments``: each fit run with the ``kbqa test``/``validate`` runs joined to it
+  (:mod:`kbqa_lit.tracking.lineage`) and their final metrics side by side; every other run alone.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from statistics import fmean
 from typing import Any
 
 from kbqa_lit.errors import UserInputError
+from kbqa_lit.tracking.lineage import Experiment, ckpt_path_of, join_runs, run_stage
 from kbqa_lit.tracking.runs import RunRecord, as_number
 
 DEFAULT_METRICS = ("f1", "hit1", "hit1_any", "em", "executable")
@@ -144,6 +147,34 @@ def sweep_table(runs: Sequence[RunRecord], param: str, metrics: Sequence[str]) -
     return {"param": param, "numeric": numeric, "rows": rows}
 
 
+def experiment_rows(experiments: Sequence[Experiment], metrics: Sequence[str]) -> list[dict[str, Any]]:
+    """The joined runs as JSON: per experiment its main run, its evaluation runs and their final metrics.
+
+    ``final`` takes each metric from the main run, else from the latest evaluation run that logged it
+    (a fit run's ``test/f1`` is its test run's).
+    """
+    rows = []
+    for exp in experiments:
+        final = {m: exp.main.final(m) for m in metrics}
+        for test in exp.tests:  # oldest first: the latest test run wins
+            for m in metrics:
+                value = test.final(m)
+                if value is not None and exp.main.final(m) is None:
+                    final[m] = value
+        tests = [
+            {
+                "name": t.name,
+                "stage": run_stage(t),
+                "joined_by": exp.joined_by.get(t.name),
+                "ckpt_path": ckpt_path_of(t),
+                "final": {m: t.final(m) for m in metrics},
+            }
+            for t in exp.tests
+        ]
+        rows.append({"name": exp.main.name, "stage": run_stage(exp.main), "tests": tests, "final": final})
+    return rows
+
+
 def compare_runs(
     runs: Sequence[RunRecord],
     metrics: Sequence[str] | None = None,
@@ -180,8 +211,11 @@ def compare_runs(
                 "final": {m: r.final(m) for m in chosen},
                 "best": {m: r.best(m, metric_goal(m)) for m in chosen},
                 "params": {p: r.params.get(p) for p in shown},
+                "stage": run_stage(r),
+                "hparams": r.hparams,
             }
             for r in runs
         ],
         "sweeps": [s for s in sweeps if len(s["rows"]) > 1],
+        "experiments": experiment_rows(join_runs(list(runs)), chosen),
     }

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from kbqa_lit.errors import DataFormatError
-from kbqa_lit.tracking.runs import MetricPoint, RunRecord, run_params
+from kbqa_lit.tracking.runs import MetricPoint, RunRecord, logged_hparams, logged_stage, run_params
 
 METRICS_FILE = "metrics.csv"
 INDEX_COLUMNS = ("epoch", "step")
@@ -100,7 +100,8 @@ def read_csv_run(path: Path) -> RunRecord:
         path: The ``version_<n>`` directory (holding ``metrics.csv``).
 
     Returns:
-        The run, named ``<logger name>/<version>``; its summary is the last logged value of each metric.
+        The run, named ``<logger name>/<version>``; its summary is the last logged value of each metric,
+        its ``hparams`` what ``hparams.yaml`` holds and its ``stage`` the logged CLI subcommand.
     """
     path = Path(path)
     history = read_metrics_csv(path / METRICS_FILE)
@@ -115,4 +116,6 @@ def read_csv_run(path: Path) -> RunRecord:
         summary={name: points[-1].value for name, points in history.items() if points},
         state="unknown",
         run_id=path.name,
+        stage=logged_stage(hparams),
+        hparams=logged_hparams(hparams),
     )

@@ -1,8 +1,11 @@
 """The comparison as one self-contained HTML page (inline CSS and SVG; no scripts, no network).
 
 Sections: the final metrics per run (best value of each column in bold) next to the
-hyper-parameters that differ; one table and chart per swept hyper-parameter (mean final metrics
-per value — CoQ's Table 10 for α); one chart of metric curves per metric, one line per run.
+hyper-parameters that differ, each ``kbqa test`` run listed under the fit run it evaluated; per
+such experiment the validation curves with the test values beside them; the logged
+hyper-parameters (``hparams.yaml``); per-group metrics of prediction files (MetaQA's hops) when
+given; one table and chart per swept hyper-parameter (mean final metrics per value — CoQ's Table
+10 for α); one chart of metric curves per metric, one line per run.
 Table cells carry ``data-run``/``data-metric``/``data-value`` and charts ``data-metric`` or
 ``data-param``, so the page is also machine-readable.
 """
@@ -15,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from kbqa_lit.tracking.lineage import join_runs
+from kbqa_lit.tracking.report_experiments import experiments_section, groups_section, hparams_section
 from kbqa_lit.tracking.runs import RunRecord, as_number
 from kbqa_lit.tracking.svg import Series, line_chart
 
@@ -25,7 +30,8 @@ table { border-collapse: collapse; font-size: 13px; margin: 8px 0 16px; }
 th, td { border: 1px solid #ddd; padding: 4px 8px; text-align: right; }
 th { background: #f4f4f4; } td.name, th.name { text-align: left; }
 td.best { font-weight: bold; background: #eef6ee; } .muted { color: #888; }
-.charts { display: flex; flex-wrap: wrap; gap: 12px; } code { font-size: 12px; }
+.charts { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; } code { font-size: 12px; }
+tr.joined td.name { padding-left: 22px; } tr.differs td { background: #fff6e0; } td.from-test { color: #666; }
 """
 LOG_RATIO = 50.0
 
@@ -58,32 +64,54 @@ def _best_values(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], goal
     return best
 
 
+def _experiment_order(comparison: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """``(run row, experiment row)`` pairs: each evaluation run right after the fit run it evaluated."""
+    by_name = {row["name"]: row for row in comparison["runs"]}
+    alone = [{"name": r["name"], "tests": [], "final": r["final"]} for r in comparison["runs"]]
+    ordered: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
+    for exp in comparison.get("experiments") or alone:
+        ordered.append((by_name[exp["name"]], exp))
+        ordered.extend((by_name[test["name"]], exp) for test in exp["tests"])
+    return ordered
+
+
+def _metric_cell(row: Mapping[str, Any], exp: Mapping[str, Any], metric: str, best: Mapping[str, float]) -> str:
+    run, value = escape(row["name"]), row["final"].get(metric)
+    if value is None and row["name"] == exp["name"] and exp["final"].get(metric) is not None:
+        source = next((t["name"] for t in reversed(exp["tests"]) if t["final"].get(metric) is not None), "")
+        joined = exp["final"][metric]
+        return f'<td class="from-test" title="from {escape(source)}">({fmt_value(joined)})</td>'
+    cls = ' class="best"' if metric in best and value == best[metric] else ""
+    data = "" if value is None else f' data-value="{value!r}"'
+    title = f' title="best {fmt_value(row["best"].get(metric))}"' if row["best"].get(metric) is not None else ""
+    return f'<td{cls} data-run="{run}" data-metric="{escape(metric)}"{data}{title}>{fmt_value(value)}</td>'
+
+
 def _final_table(comparison: Mapping[str, Any]) -> str:
     metrics, params, rows = comparison["metrics"], comparison["params"], comparison["runs"]
     best = _best_values(rows, metrics, comparison["goals"])
     head = "".join(f"<th>{escape(p)}</th>" for p in params) + "".join(f"<th>{escape(m)}</th>" for m in metrics)
     out = [
-        '<table class="final"><tr><th class="name">run</th><th>logger</th><th>state</th><th>last step</th>',
+        '<table class="final"><tr><th class="name">run</th><th>stage</th><th>logger</th><th>state</th>'
+        "<th>last step</th>",
         head,
         "</tr>",
     ]
-    for row in rows:
+    for row, exp in _experiment_order(comparison):
         run = escape(row["name"])
+        test = next((t for t in exp["tests"] if t["name"] == row["name"]), None)
+        stage = escape(row.get("stage", "")) + (f" (by {escape(str(test['joined_by']))})" if test else "")
+        title = escape(row["path"] + (f" — {test['stage']} of {exp['name']}" if test else ""))
         cells = [
-            f'<td class="name" title="{escape(row["path"])}">{run}</td><td>{row["kind"]}</td>'
-            f"<td>{escape(row['state'])}</td><td>{fmt_param(row['last_step'])}</td>"
+            f'<td class="name" title="{title}">{"↳ " if test else ""}{run}</td><td>{stage}</td>'
+            f"<td>{row['kind']}</td><td>{escape(row['state'])}</td><td>{fmt_param(row['last_step'])}</td>"
         ]
         for p in params:
             cells.append(
                 f'<td data-run="{run}" data-param="{escape(p)}">{escape(fmt_param(row["params"].get(p)))}</td>'
             )
-        for m in metrics:
-            value = row["final"].get(m)
-            cls = ' class="best"' if m in best and value == best[m] else ""
-            data = "" if value is None else f' data-value="{value!r}"'
-            title = f' title="best {fmt_value(row["best"].get(m))}"' if row["best"].get(m) is not None else ""
-            cells.append(f'<td{cls} data-run="{run}" data-metric="{escape(m)}"{data}{title}>{fmt_value(value)}</td>')
-        out.append("<tr>" + "".join(cells) + "</tr>")
+        cells.extend(_metric_cell(row, exp, m, best) for m in metrics)
+        out.append(("<tr class='joined'>" if test else "<tr>") + "".join(cells) + "</tr>")
     out.append("</table>")
     return "".join(out)
 
@@ -142,13 +170,20 @@ def _curve_charts(runs: Sequence[RunRecord], metrics: Sequence[str], x_axis: str
     return f'<div class="charts">{"".join(charts)}</div>'
 
 
-def render_report(comparison: Mapping[str, Any], runs: Sequence[RunRecord], x_axis: str = "step") -> str:
+def render_report(
+    comparison: Mapping[str, Any],
+    runs: Sequence[RunRecord],
+    x_axis: str = "step",
+    groups: Mapping[str, Any] | None = None,
+) -> str:
     """The HTML page of a comparison.
 
     Args:
         comparison: What :func:`kbqa_lit.tracking.comparison.compare_runs` returned for ``runs``.
         runs: The runs (their histories give the curves).
         x_axis: ``step`` (the trainer's global step) or ``epoch`` for the curves.
+        groups: Per-group metrics of prediction files, ``{"key": "hops", "sources": {label: {value:
+            {"n", "f1", "hit1", ...}}}}`` (``kbqa compare --group-by``), or ``None``.
 
     Returns:
         The page as text.
@@ -160,11 +195,16 @@ def render_report(comparison: Mapping[str, Any], runs: Sequence[RunRecord], x_ax
         f"<style>{CSS}</style></head><body>",
         f"<h1>kbqa compare: {len(runs)} run{'s' if len(runs) != 1 else ''}</h1>",
         f"<p class='muted'>generated {now}; final value = the last logged value (W&amp;B: the run summary); "
-        "hover a value for the best one logged.</p>",
+        "hover a value for the best one logged; (in brackets): the value of the test run joined to a fit run.</p>",
     ]
     if comparison.get("missing_metrics"):
         parts.append(f"<p>Not logged by any run: {escape(', '.join(comparison['missing_metrics']))}</p>")
     parts.append("<h2>Final metrics</h2>" + _final_table(comparison))
+    experiments = join_runs(list(runs))
+    parts.append(experiments_section(experiments, comparison["experiments"], metrics))
+    if groups:
+        parts.append(groups_section(groups))
+    parts.append(hparams_section(experiments))
     if comparison["sweeps"]:
         parts.append("<h2>Hyper-parameter sweeps</h2><p class='muted'>Mean final metrics of the runs per value.</p>")
         parts.extend(_sweep_section(s, metrics) for s in comparison["sweeps"])

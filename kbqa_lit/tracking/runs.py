@@ -21,6 +21,8 @@ import yaml
 #: Top-level keys of a LightningCLI config (a dotted hyper-parameter under one of them is a CLI path).
 CLI_ROOTS = ("seed_everything", "model", "data", "trainer", "optimizer", "lr_scheduler", "ckpt_path")
 #: Logged keys that are bookkeeping, not hyper-parameters.
+#: Lightning's ``TrainerFn`` names (what the CLI logs as ``stage``) → the CLI subcommand.
+STAGE_NAMES = {"fitting": "fit", "validating": "validate", "testing": "test", "predicting": "predict"}
 BOOKKEEPING = frozenset({"_instantiator", "config_yaml", "stage", "_wandb"})
 
 
@@ -46,6 +48,11 @@ class RunRecord:
         summary: Final values (W&B's run summary; for CSV logs the last logged value of each metric).
         state: ``finished``, ``crashed``, ``running`` (no exit record yet) or ``unknown``.
         run_id: The logger's run id or version, when known.
+        stage: The CLI subcommand that wrote the run (``fit``, ``validate``, ``test``), as logged by
+            :class:`~kbqa_lit.lightning_cli.LoggerSaveConfigCallback`; ``None`` when not logged.
+        hparams: The hyper-parameters as the logger recorded them (CSV ``hparams.yaml``, the W&B
+            config: the module's and datamodule's ``hparams`` such as ``alpha``), flattened, without
+            bookkeeping keys; ``params`` holds the resolved CLI paths instead when a config is known.
     """
 
     name: str
@@ -56,6 +63,8 @@ class RunRecord:
     summary: dict[str, float] = field(default_factory=dict)
     state: str = "unknown"
     run_id: str | None = None
+    stage: str | None = None
+    hparams: dict[str, Any] = field(default_factory=dict)
 
     def metric_names(self) -> set[str]:
         """Every metric with a final value or a history."""
@@ -118,6 +127,20 @@ def _parse_config_yaml(text: Any) -> Mapping[str, Any] | None:
     return doc if isinstance(doc, Mapping) else None
 
 
+def logged_hparams(hparams: Mapping[str, Any]) -> dict[str, Any]:
+    """The logged hyper-parameters flattened, without bookkeeping keys (``config_yaml``, ``stage``, ``_...``)."""
+    return flatten({k: v for k, v in hparams.items() if k not in BOOKKEEPING and not str(k).startswith("_")})
+
+
+def logged_stage(hparams: Mapping[str, Any]) -> str | None:
+    """The CLI subcommand of a run's logged ``stage`` (``FITTING`` → ``fit``, ``TESTING`` → ``test``), else ``None``."""
+    stage = hparams.get("stage")
+    if not isinstance(stage, str) or not stage.strip():
+        return None
+    text = stage.strip().lower().rsplit(".", 1)[-1]  # Lightning's TrainerFn: FITTING, TESTING, ...
+    return STAGE_NAMES.get(text, text)
+
+
 def run_params(hparams: Mapping[str, Any], resolved: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The flattened hyper-parameters of a run.
 
@@ -132,7 +155,7 @@ def run_params(hparams: Mapping[str, Any], resolved: Mapping[str, Any] | None = 
     """
     config = resolved if resolved is not None else _parse_config_yaml(hparams.get("config_yaml"))
     if config is None:
-        return flatten({k: v for k, v in hparams.items() if k not in BOOKKEEPING and not k.startswith("_")})
+        return logged_hparams(hparams)
     params = flatten(config)
     for key, value in hparams.items():
         if "." in key and key.split(".")[0] in CLI_ROOTS and key not in params:

@@ -1,7 +1,8 @@
-"""Line charts as self-contained inline SVG (no plotting library needed).
+"""Line and bar charts as self-contained inline SVG (no plotting library needed).
 
 :func:`line_chart` draws one or more series of ``(x, y)`` points with axes, "nice" ticks, a
 legend and a tooltip (``<title>``) per point. The x axis is linear, logarithmic or categorical.
+:func:`bar_chart` draws grouped bars over categories (per-group metrics such as MetaQA's hops).
 """
 
 from __future__ import annotations
@@ -185,6 +186,82 @@ def line_chart(
         name = s.name if len(s.name) <= LEGEND_CHARS else s.name[: LEGEND_CHARS - 1] + "…"
         parts.append(
             f'<line x1="{lx}" x2="{lx + 18}" y1="{ly}" y2="{ly}" stroke="{color}" stroke-width="3"/>'
+            f'<text x="{lx + 24}" y="{ly + 4}" font-size="11"><title>{escape(s.name)}</title>{escape(name)}</text></g>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def bar_chart(
+    series: Sequence[Series],
+    *,
+    categories: Sequence[str],
+    title: str,
+    x_label: str,
+    y_label: str,
+    attrs: Mapping[str, str] | None = None,
+) -> str:
+    """Render grouped bars as SVG: one group per category, one bar per series (y from 0).
+
+    Args:
+        series: The bars; a point ``(i, y)`` is the bar of category ``i``.
+        categories: Category names (x axis).
+        title: Chart title.
+        x_label: Label of the x axis.
+        y_label: Label of the y axis.
+        attrs: Extra attributes of the ``<svg>`` element.
+
+    Returns:
+        The ``<svg>`` element as text.
+    """
+    height = max(HEIGHT, MARGIN_TOP + 18 * len(series) + 16)
+    pw, ph = WIDTH - MARGIN_LEFT - MARGIN_RIGHT, height - MARGIN_TOP - MARGIN_BOTTOM
+    extra = "".join(f' {escape(k)}="{escape(v)}"' for k, v in (attrs or {}).items())
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
+        f'viewBox="0 0 {WIDTH} {height}" role="img" class="chart"{extra}>'
+        f'<title>{escape(title)}</title><rect width="100%" height="100%" fill="white"/>'
+        f'<text x="{MARGIN_LEFT}" y="20" font-size="14" font-weight="bold">{escape(title)}</text>'
+    ]
+    ys = [y for s in series for _, y in s.points]
+    if not categories or not ys:
+        return parts[0] + f'<text x="{MARGIN_LEFT}" y="{height // 2}" font-size="12">no data</text></svg>'
+    y_hi = max(1.0, max(ys)) if max(ys) <= 1.0 else max(ys) * 1.08
+    bottom = MARGIN_TOP + ph
+    parts.append('<g font-size="11" fill="#333">')
+    for t in nice_ticks(0.0, y_hi):
+        y = bottom - t / y_hi * ph
+        parts.append(
+            f'<line x1="{MARGIN_LEFT}" x2="{MARGIN_LEFT + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e5e5e5"/>'
+            f'<text x="{MARGIN_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{fmt_number(t)}</text>'
+        )
+    slot = pw / len(categories)
+    for i, name in enumerate(categories):
+        parts.append(
+            f'<text x="{MARGIN_LEFT + slot * (i + 0.5):.1f}" y="{bottom + 16}" text-anchor="middle">'
+            f"{escape(name)}</text>"
+        )
+    parts.append(
+        f'<rect x="{MARGIN_LEFT}" y="{MARGIN_TOP}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>'
+        f'<text x="{MARGIN_LEFT + pw / 2:.1f}" y="{height - 10}" text-anchor="middle">{escape(x_label)}</text>'
+        f'<text transform="translate(16,{MARGIN_TOP + ph / 2:.1f}) rotate(-90)" text-anchor="middle">'
+        f"{escape(y_label)}</text></g>"
+    )
+    width = slot * 0.8 / max(len(series), 1)
+    for k, s in enumerate(series):
+        color = s.color or PALETTE[k % len(PALETTE)]
+        parts.append(f'<g class="series" data-name="{escape(s.name)}">')
+        for x, y in s.points:
+            left = MARGIN_LEFT + slot * (x + 0.1) + width * k
+            top = bottom - max(y, 0.0) / y_hi * ph
+            parts.append(
+                f'<rect x="{left:.1f}" y="{top:.1f}" width="{width * 0.92:.1f}" height="{bottom - top:.1f}" '
+                f'fill="{color}"><title>{escape(s.name)}: {escape(categories[int(x)])} → {y:.4g}</title></rect>'
+            )
+        ly, lx = MARGIN_TOP + 8 + 18 * k, MARGIN_LEFT + pw + 14
+        name = s.name if len(s.name) <= LEGEND_CHARS else s.name[: LEGEND_CHARS - 1] + "…"
+        parts.append(
+            f'<rect x="{lx}" y="{ly - 5}" width="18" height="10" fill="{color}"/>'
             f'<text x="{lx + 24}" y="{ly + 4}" font-size="11"><title>{escape(s.name)}</title>{escape(name)}</text></g>'
         )
     parts.append("</svg>")

@@ -24,7 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.tracking.runs import MetricPoint, RunRecord, as_number, run_params
+from kbqa_lit.tracking.runs import (
+    CLI_ROOTS,
+    MetricPoint,
+    RunRecord,
+    as_number,
+    logged_hparams,
+    logged_stage,
+    run_params,
+)
 
 RUN_FILE_GLOB = "run-*.wandb"
 STEP_KEY = "trainer/global_step"
@@ -184,6 +192,8 @@ def records_to_run(records: Iterable[Mapping[str, Any]], path: Path) -> RunRecor
         summary=final,
         state=state,
         run_id=str(run_id),
+        stage=logged_stage(config),
+        hparams={k: v for k, v in logged_hparams(config).items() if k.split(".")[0] not in CLI_ROOTS},
     )
 
 
