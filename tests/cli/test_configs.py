@@ -114,3 +114,23 @@ def test_every_shipped_yaml_parses(path, capsys):
             assert key in printed[section], f"{path}: {section}.{key} lost"
             if not isinstance(value, dict):
                 assert printed[section][key] == value, f"{path}: {section}.{key}"
+
+
+@pytest.mark.parametrize(
+    "chain", ["coq/pipeline_generator_metaqa.yaml", "coq/pipeline_generator_pathquestion.yaml"], ids=str
+)
+def test_held_out_files_and_kb_are_variables(chain, capsys, tmp_path):
+    """The generator chains' fit/test commands, with their variables set to other files, resolve to those files."""
+    from kbqa_lit.runner.chain import load_pipeline
+
+    work = tmp_path / "elsewhere"
+    pipeline = load_pipeline(CONFIGS / chain, overrides={"work": str(work), "configs": str(CONFIGS)})
+    commands = {c.step: c for c in pipeline.commands()}
+    for step in ("generator", "answers"):
+        argv = [a for a in commands[step].argv if a != "--ckpt_path" and not a.endswith("last.ckpt")]
+        printed = yaml.safe_load(_print_config([*argv, "--print_config"], capsys))
+        data = printed["data"]["init_args"]
+        assert (data["train_file"], data["test_file"]) == (f"{work}/world/train.jsonl", f"{work}/world/test.jsonl")
+        callback = printed["trainer"]["callbacks"][-1]["init_args"]
+        assert callback["store"] == f"{work}/kb" and callback["build_from"] == []
+        assert callback["constrained"] == "schema"
