@@ -1,7 +1,7 @@
 """``kbqa compare``: compare logged runs (W&B offline or synced runs, CSV logs) in one HTML report.
 
 ``kbqa compare RUN_DIR... [--out report.html] [--metrics val/f1,val/hit1,...] [--param KEY]...
-[--x step|epoch] [--png DIR] [--group-by KEY --predictions FILE... --gold FILE]`` reads every run
+[--x step|epoch] [--png DIR] [--group-by KEY [--predictions FILE... --gold FILE]]`` reads every run
 found under the given paths (a W&B run directory, a folder of ``offline-run-*`` directories such as
 ``outputs/wandb``, a CSVLogger ``version_<n>`` directory or a folder above them), writes a
 self-contained HTML report (final metrics per run with the hyper-parameters that differ, each
@@ -14,12 +14,15 @@ Table 10 — and metric curves) and prints a JSON summary::
                "stage", "hparams"}],
      "sweeps": [{"param", "numeric", "rows": [{"value", "n", "runs", "mean"}]}],
      "experiments": [{"name", "stage", "final", "tests": [{"name", "stage", "joined_by", "ckpt_path", "final"}]}],
-     "groups"?: {"key", "gold", "sources": {file: {value: {"n", "f1", "hit1", ...}}}},
+     "groups"?: {"key", "files": {label: {"predictions", "gold"}}, "sources": {label: {value: {"n", "f1", ...}}}},
      "png"?: {"learning_curves", "groups"}}
 
-``--png DIR`` also writes ``DIR/learning_curves.png`` (``val/f1`` and ``val/hit1`` per epoch, one
-line per run, joined test values as stars) and, with ``--group-by``, ``DIR/groups.png`` (bars per
-group, e.g. MetaQA's 1/2/3 hops); it needs matplotlib (the ``dev`` extra).
+``--group-by KEY`` adds per-group metrics (``kbqa eval --group-by``'s grouping by the gold examples'
+``meta[KEY]``, e.g. MetaQA's ``hops``) of ``--predictions`` against ``--gold``, by default of the
+prediction files the compared ``kbqa test`` runs wrote against their own test files
+(:mod:`kbqa_lit.tools.compare_groups`). ``--png DIR`` also writes ``DIR/learning_curves.png``
+(``val/f1`` and ``val/hit1`` per epoch, one line per run, joined test values as stars) and, with
+``--group-by``, ``DIR/groups.png`` (bars per group); it needs matplotlib (the ``dev`` extra).
 
 No network: W&B runs are read from their ``.wandb`` files with wandb's own reader in offline mode.
 """
@@ -92,13 +95,23 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--predictions",
-        action="append",
+        action="extend",
+        nargs="+",
         type=Path,
         default=None,
         metavar="FILE",
-        help="prediction file (test_predictions_epoch<E>.jsonl of ExecutionGuidedEval, or kbqa eval input); repeatable",
+        help=(
+            "prediction files (test_predictions_epoch<E>.jsonl of ExecutionGuidedEval, or kbqa eval input) "
+            "for --group-by (default: those the compared kbqa test runs wrote)"
+        ),
     )
-    p.add_argument("--gold", type=Path, default=None, metavar="FILE", help="the gold dataset of --predictions")
+    p.add_argument(
+        "--gold",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the gold dataset of the predictions (default for a test run's own files: its data.init_args.test_file)",
+    )
     p.add_argument("--gold-format", choices=GOLD_FORMATS, default="jsonl", help="format of --gold (default jsonl)")
     p.set_defaults(func=run_compare)
 
@@ -145,9 +158,10 @@ def run_compare(args: argparse.Namespace) -> int:
         raise UserInputError(f"--out {args.out} is a directory; give a file name such as report.html")
     groups = None
     if args.group_by:
-        from kbqa_lit.tools.compare_groups import group_metrics
+        from kbqa_lit.tools.compare_groups import file_sources, group_metrics, test_run_sources
 
-        groups = group_metrics(args.predictions, args.gold, args.group_by, args.gold_format)
+        sources = file_sources(args.predictions, args.gold) if args.predictions else test_run_sources(runs, args.gold)
+        groups = group_metrics(sources, args.group_by, args.gold_format)
     _write_atomic(render_report(comparison, runs, x_axis=args.x, groups=groups), args.out)
     summary: dict[str, Any] = {"report": str(args.out), **comparison}
     if groups is not None:
@@ -159,8 +173,8 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def _check_group_args(args: argparse.Namespace) -> None:
-    if args.group_by and not (args.predictions and args.gold):
-        raise UserInputError("--group-by needs --predictions FILE (repeatable) and --gold FILE (their gold dataset)")
+    if args.predictions and not args.gold:
+        raise UserInputError("--predictions needs --gold FILE (the gold dataset they answer)")
     if (args.predictions or args.gold) and not args.group_by:
         raise UserInputError("--predictions/--gold are grouped by --group-by KEY (e.g. --group-by hops); give it")
     if args.png is not None and args.png.exists() and not args.png.is_dir():

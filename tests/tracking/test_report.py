@@ -86,12 +86,31 @@ def test_png_files_are_written(compared) -> None:
         assert colour_stats(out / "png" / name)[0] >= 4
 
 
+def test_groups_default_to_the_test_runs_own_predictions(experiments_root: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "r.html"
+    assert main(["compare", str(experiments_root / "exp"), "--out", str(out), "--group-by", "hops"]) == 0
+    groups = json.loads(capsys.readouterr().out)["groups"]
+    test_run = experiments_root / "exp" / "logs" / "version_1"
+    assert groups["files"] == {
+        "logs/version_1": {
+            "predictions": str(test_run / "test_predictions_epoch0.jsonl"),
+            "gold": str(experiments_root / "data" / "metaqa" / "test.jsonl"),  # its test_file, from where it ran
+        }
+    }
+    assert groups["sources"]["logs/version_1"]["3"]["f1"] == 0.5
+
+
 def test_group_options_need_each_other(experiments_root: Path, tmp_path: Path, capsys) -> None:
-    run = str(experiments_root / "exp")
-    assert main(["compare", run, "--out", str(tmp_path / "r.html"), "--group-by", "hops"]) == 2
-    assert "--predictions" in capsys.readouterr().err
-    assert main(["compare", run, "--out", str(tmp_path / "r.html"), "--gold", str(tmp_path / "g.jsonl")]) == 2
+    out = str(tmp_path / "r.html")
+    pred = str(experiments_root / "exp" / "logs" / "version_1" / "test_predictions_epoch0.jsonl")
+    assert (
+        main(["compare", str(experiments_root / "exp"), "--out", out, "--group-by", "hops", "--predictions", pred]) == 2
+    )
+    assert "--gold" in capsys.readouterr().err
+    assert main(["compare", str(experiments_root / "exp"), "--out", out, "--gold", pred]) == 2
     assert "--group-by" in capsys.readouterr().err
+    assert main(["compare", str(experiments_root / "lonely"), "--out", out, "--group-by", "hops"]) == 2
+    assert "no kbqa test run among the runs left a test_predictions_epoch" in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()
 
 
