@@ -41,6 +41,13 @@ entity brackets to the question's linked entities (the inference view's ``topic_
 ``meta["entity_candidates"]``; never gold fields) and its slots ``[E0]``.... Each row records its
 ``constrained`` mode.
 
+Timing: rank 0 logs, per validation/test epoch and straight to the loggers (not as synced
+metrics, so DDP equality of the metrics and rows is untouched), ``{val,test}/time_generate_s``
+(beam search and answer text), ``time_denormalise_s`` (denormalisation, conversion to SPARQL,
+selection), ``time_execute_s`` (waiting for the store), ``time_bookkeeping_s`` (scoring, rows),
+``time_total_s`` (the epoch's wall time) and ``questions_per_s`` of its own questions; the same
+dict is in ``last_timing``.
+
 Under DDP each index should reach exactly one rank (an unrepeated sampler). If the gathered rows
 show an index twice (e.g. Lightning's padding ``DistributedSampler``), the duplicates are
 dropped and the metrics recomputed from the unique rows, with a warning.
@@ -50,6 +57,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -57,7 +65,7 @@ from typing import Any, Literal
 
 import lightning as L
 import torch
-from lightning.pytorch.utilities import rank_zero_warn
+from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
 from lightning.pytorch.utilities.warnings import PossibleUserWarning
 from torchmetrics import Metric
 from transformers import LogitsProcessorList
@@ -247,6 +255,9 @@ class ExecutionGuidedEval(L.Callback):
         self.last_rows: list[dict[str, Any]] = []
         self.last_path: Path | None = None
         self.last_duplicates = 0
+        #: Seconds per part of the last finished epoch on this process (see the module docstring).
+        self.last_timing: dict[str, float] = {}
+        self._times: dict[str, float] = {}
         self._quiet: warnings.catch_warnings | None = None
 
     # -- life cycle ----------------------------------------------------------------------
@@ -329,6 +340,9 @@ class ExecutionGuidedEval(L.Callback):
         self._examples = None
         info = self.kb.cache_info() if self.kb is not None and hasattr(self.kb, "cache_info") else {}
         self._cache_start = (int(info.get("hits", 0)), int(info.get("misses", 0)))
+        self._times = dict.fromkeys(("generate", "select", "bookkeeping", "questions"), 0.0)
+        self._times["start"] = time.perf_counter()
+        self._times["execute_start"] = self.selector.execute_seconds if self.selector is not None else 0.0
 
     def on_validation_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Reset the epoch's state."""
@@ -478,7 +492,10 @@ class ExecutionGuidedEval(L.Callback):
         examples = self._examples_for(trainer, STAGES[stage][1])
         index = batch["index"]
         indices = [int(i) for i in (index.tolist() if isinstance(index, torch.Tensor) else index)]
+        start = time.perf_counter()
         beams, texts = self._generate(pl_module, outputs, batch, [examples[i] for i in indices])
+        generated = time.perf_counter()
+        selecting = 0.0
         constrained = self.constrained if not (isinstance(outputs, Mapping) and "beams" in outputs) else "none"
         if len(beams) != len(indices) or (texts is not None and len(texts) != len(indices)):
             raise ValueError(
@@ -490,6 +507,7 @@ class ExecutionGuidedEval(L.Callback):
         for k, i in enumerate(indices):
             ex = examples[i]
             ex_beams = [unmask_lf(b, ex) for b in beams[k]]  # topic-entity slots [E0]... → labels
+            before = time.perf_counter()
             sel = self.selector.select(
                 ex_beams,
                 semantics=ex.semantics,
@@ -498,6 +516,7 @@ class ExecutionGuidedEval(L.Callback):
                 answer_text=None if texts is None else texts[k],
                 name_to_ids=self.names,
             )
+            selecting += time.perf_counter() - before
             predicted = self._comparable(sel.answers, ex)
             score = score_question(predicted, gold_parses(ex), em=self._em(sel, ex), executable=sel.executable)
             scores.append(score)
@@ -507,6 +526,11 @@ class ExecutionGuidedEval(L.Callback):
             self._rows.append(row)
         self._metrics.update(scores=scores)
         self._counts.update(fallback=fallbacks, n=len(indices))
+        if self._times:
+            self._times["generate"] += generated - start
+            self._times["select"] += selecting
+            self._times["bookkeeping"] += time.perf_counter() - generated - selecting
+            self._times["questions"] += len(indices)
 
     def _comparable(self, answers: list[str], ex: KBQAExample) -> list[str]:
         """The answers in the gold's terms: KB ids, or their names where the gold has names only.
@@ -588,15 +612,52 @@ class ExecutionGuidedEval(L.Callback):
             for key in LOGGED:
                 if key in values:
                     pl_module.log(f"{prefix}/{key}", values[key], sync_dist=False, prog_bar=key in ("f1", "hit1"))
+        self.last_timing = self._timing()
         if not trainer.sanity_checking:
             self.last_path = self._out_path(prefix, trainer)
             if trainer.is_global_zero:
                 _atomic_write_jsonl(rows, self.last_path)
                 self._log_table(trainer, prefix, rows)
+                self._log_timing(trainer, prefix, stage)
         self._rows = []
         self._examples = None
         self._metrics.reset()
         self._counts.reset()
+
+    def _timing(self) -> dict[str, float]:
+        """This process's seconds per part of the epoch so far (see the module docstring)."""
+        if not self._times:
+            return {}
+        t = self._times
+        total = time.perf_counter() - t["start"]
+        execute = (self.selector.execute_seconds if self.selector is not None else 0.0) - t["execute_start"]
+        return {
+            "time_generate_s": t["generate"],
+            "time_denormalise_s": max(t["select"] - execute, 0.0),
+            "time_execute_s": execute,
+            "time_bookkeeping_s": t["bookkeeping"],
+            "time_total_s": total,
+            "questions": t["questions"],
+            "questions_per_s": t["questions"] / total if total > 0 else 0.0,
+        }
+
+    def _log_timing(self, trainer: L.Trainer, prefix: str, stage: str) -> None:
+        """Rank 0: the timing to the loggers (not a synced metric) and one summary line."""
+        timing = self.last_timing
+        if not timing or not timing["questions"]:
+            return
+        if stage != "predict":
+            for logger in trainer.loggers:
+                logger.log_metrics({f"{prefix}/{k}": v for k, v in timing.items()}, step=trainer.global_step)
+        total = max(timing["time_total_s"], 1e-9)
+        parts = ", ".join(
+            f"{k[5:-2]} {timing[k]:.2f} s ({100 * timing[k] / total:.1f}%)"
+            for k in ("time_generate_s", "time_denormalise_s", "time_execute_s", "time_bookkeeping_s")
+        )
+        rank_zero_info(
+            f"{prefix}: {int(timing['questions'])} questions on rank 0 in {total:.2f} s "
+            f"({timing['questions_per_s']:.2f} questions/s): {parts}"
+        )
 
     def _out_path(self, prefix: str, trainer: L.Trainer) -> Path:
         out_dir = self._out_dir or Path(trainer.default_root_dir)

@@ -13,21 +13,24 @@ bounds the wait in two ways, used by :class:`kbqa_lit.kb.store.OxigraphStore`:
 - :class:`ThreadRunner`: the query runs in a daemon thread; on timeout the caller returns, and
   the abandoned query runs on until it ends by itself.
 
-Both return plain dicts ``{"answers", "ok", "error", "kind"}`` with ``kind`` one of ``ok``,
-``syntax`` and ``unsupported`` (definitive: the query itself is at fault), ``error``, ``timeout``
-and ``crash`` (the moment is at fault).
+Both also run a list of queries in one go (``run_many``: one pipe round trip, one thread), each
+query still under its own deadline. Both return plain dicts ``{"answers", "ok", "error",
+"kind"}`` with ``kind`` one of ``ok``, ``syntax`` and ``unsupported`` (definitive: the query
+itself is at fault), ``error``, ``timeout`` and ``crash`` (the moment is at fault).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import select
 import subprocess
 import sys
 import threading
 import time
 import weakref
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -208,38 +211,75 @@ class ProcessRunner:
 
     def run(self, sparql: str, timeout: float) -> dict[str, Any]:
         """Execute one query, giving up (and restarting the worker) after ``timeout`` seconds."""
+        return self.run_many([sparql], timeout)[0]
+
+    def run_many(self, queries: Sequence[str], timeout: float) -> list[dict[str, Any]]:
+        """Execute queries in one round trip, each under its own ``timeout``; replies in order.
+
+        The worker answers query by query; each reply must arrive within ``timeout`` seconds of the
+        previous one (of the request, for the first). A query that misses its deadline gets a
+        ``timeout`` result, the worker is killed and restarted, and the queries after it are sent
+        to the new worker, so a slow query fails alone. A worker that dies gives a ``crash``
+        result for the query it was running and is replaced in the same way.
+
+        Args:
+            queries: The SPARQL texts.
+            timeout: Seconds each query may run.
+
+        Returns:
+            One result dict per query, in order.
+
+        """
+        out: list[dict[str, Any]] = []
         with self._lock:
-            if self._owner != os.getpid():  # forked: the inherited worker belongs to the parent
-                if self._finalizer is not None:
-                    self._finalizer.detach()
-                self._proc, self._finalizer, self._ready = None, None, False
-                self._owner = os.getpid()
-            if not self._ready or self._proc is None or self._proc.poll() is not None:
-                try:
-                    self._handshake()
-                except StoreError as exc:
-                    return _fail("crash", str(exc))
-            assert self._proc is not None and self._proc.stdin is not None
+            while len(out) < len(queries):
+                out.extend(self._run_batch(queries[len(out) :], timeout))
+        return out
+
+    def _run_batch(self, queries: Sequence[str], timeout: float) -> list[dict[str, Any]]:
+        """Send ``queries`` to the worker; return the replies up to and including the first failure of the worker."""
+        if self._owner != os.getpid():  # forked: the inherited worker belongs to the parent
+            if self._finalizer is not None:
+                self._finalizer.detach()
+            self._proc, self._finalizer, self._ready = None, None, False
+            self._owner = os.getpid()
+        if not self._ready or self._proc is None or self._proc.poll() is not None:
             try:
-                self._proc.stdin.write(json.dumps({"q": sparql}).encode("utf-8") + b"\n")
-                self._proc.stdin.flush()
+                self._handshake()
+            except StoreError as exc:
+                return [_fail("crash", str(exc)) for _ in queries]
+        assert self._proc is not None and self._proc.stdin is not None
+        request = {"q": queries[0]} if len(queries) == 1 else {"qs": list(queries)}
+        replies: list[dict[str, Any]] = []
+        try:
+            self._proc.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
+            self._proc.stdin.flush()
+            while len(replies) < len(queries):
                 line = self._read_line(time.monotonic() + timeout)
-            except (_WorkerDied, OSError):
-                code = self._proc.poll()
-                self._stop()
-                self.restarts += 1
-                self._spawn()
-                return _fail("crash", f"the Oxigraph worker process died during the query (exit code {code})")
-            if line is None:
-                self._stop()
-                self.restarts += 1
-                self._spawn()
-                return _fail(
+                if line is None:
+                    break
+                replies.append(json.loads(line))
+        except (_WorkerDied, OSError):
+            code = self._proc.poll()
+            self._restart()
+            replies.append(_fail("crash", f"the Oxigraph worker process died during the query (exit code {code})"))
+            return replies
+        if len(replies) < len(queries):  # the deadline of queries[len(replies)] passed
+            self._restart()
+            replies.append(
+                _fail(
                     "timeout",
                     f"timeout: the query ran longer than {timeout:g} s and was cancelled "
                     "(Oxigraph worker process killed and restarted)",
                 )
-            return json.loads(line)
+            )
+        return replies
+
+    def _restart(self) -> None:
+        """Kill the worker and start a new one (its start-up overlaps the caller's next work)."""
+        self._stop()
+        self.restarts += 1
+        self._spawn()
 
     def close(self) -> None:
         """Stop the worker process."""
@@ -301,6 +341,49 @@ class ThreadRunner:
             "(abandoned; it keeps running in a background thread until it ends)",
         )
 
+    def _serve(self, todo: list[str], replies: queue.SimpleQueue[dict[str, Any]], stop: threading.Event) -> None:
+        store = self._store
+        for sparql in todo:
+            if stop.is_set():
+                return
+            replies.put(run_query(store, sparql))
+
+    def run_many(self, queries: Sequence[str], timeout: float) -> list[dict[str, Any]]:
+        """Execute queries in one daemon thread, each under its own ``timeout``; results in order.
+
+        When a query times out, its thread is abandoned (told to stop after that query) and a new
+        thread runs the queries after it.
+        """
+        if self._store is None:  # closed: reopen
+            try:
+                self.start()
+            except StoreError as exc:
+                return [_fail("crash", str(exc)) for _ in queries]
+        out: list[dict[str, Any]] = []
+        while len(out) < len(queries):
+            todo = list(queries[len(out) :])
+            replies: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
+            stop = threading.Event()
+
+            threading.Thread(
+                target=self._serve, args=(todo, replies, stop), daemon=True, name="kbqa-oxigraph-query"
+            ).start()
+            for _ in todo:
+                try:
+                    out.append(replies.get(timeout=timeout))
+                except queue.Empty:
+                    stop.set()
+                    self.abandoned += 1
+                    out.append(
+                        _fail(
+                            "timeout",
+                            f"timeout: the query ran longer than {timeout:g} s "
+                            "(abandoned; it keeps running in a background thread until it ends)",
+                        )
+                    )
+                    break
+        return out
+
     def close(self) -> None:
         """Drop this runner's handle (abandoned queries keep theirs until they end)."""
         self._store = None
@@ -329,12 +412,61 @@ def worker_main() -> None:
         return
     out.write(b'{"ready": true}\n')
     out.flush()
+    replies = _ReplyPipe(out)
     for line in sys.stdin.buffer:
         if not line.strip():
             continue
         try:
-            reply = run_query(store, json.loads(line)["q"])
+            request = json.loads(line)
+            queries = [request["q"]] if "q" in request else list(request["qs"])
         except Exception as exc:  # a garbled request must not kill the worker
-            reply = _fail("error", f"bad request to the worker: {type(exc).__name__}: {exc}")
-        out.write(json.dumps(reply, ensure_ascii=False).encode("utf-8") + b"\n")
-        out.flush()
+            replies.add(_fail("error", f"bad request to the worker: {type(exc).__name__}: {exc}"))
+            replies.flush()
+            continue
+        replies.busy.set()
+        for sparql in queries:
+            replies.add(run_query(store, sparql))
+        replies.busy.clear()
+        replies.flush()
+
+
+#: Seconds between flushes of finished replies while a batch is still running.
+FLUSH_EVERY = 0.002
+
+
+class _ReplyPipe:
+    """The worker's reply lines: buffered during a batch, written at its end in one write.
+
+    A batch of fast queries thus costs the parent one wake-up rather than one per query. While a
+    batch runs, a daemon thread flushes finished replies every :data:`FLUSH_EVERY` seconds
+    (pyoxigraph releases the GIL while it evaluates), so a slow query never holds back the
+    replies before it: the parent times each query from the previous reply and, on a timeout,
+    knows which query it was.
+    """
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        self.busy = threading.Event()
+        self._pending = bytearray()
+        self._lock = threading.Lock()
+        threading.Thread(target=self._flush_while_busy, daemon=True, name="kbqa-reply-flush").start()
+
+    def add(self, reply: dict[str, Any]) -> None:
+        """Buffer one reply line."""
+        line = json.dumps(reply, ensure_ascii=False).encode("utf-8") + b"\n"
+        with self._lock:
+            self._pending += line
+
+    def flush(self) -> None:
+        """Write the buffered replies."""
+        with self._lock:
+            if self._pending:
+                self.out.write(bytes(self._pending))
+                self.out.flush()
+                self._pending.clear()
+
+    def _flush_while_busy(self) -> None:
+        while True:
+            self.busy.wait()
+            time.sleep(FLUSH_EVERY)
+            self.flush()

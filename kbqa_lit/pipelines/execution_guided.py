@@ -15,6 +15,13 @@ Rules, all observable in :class:`Selection`:
   executed once, for its first beam;
 - a query that fails (error, timeout — the store bounds each query) or returns no answer does
   not execute; a ``COUNT`` that returns ``0`` executes only with ``count_zero_is_executable``;
+- with ``workers=1`` the beams are executed in chunks (``chunks``, default one beam at a time),
+  each chunk in one ``execute_many`` (one round trip to the Oxigraph worker); the results of a
+  chunk are read in beam order, so the selection is that of executing one beam at a time (beams
+  after the winner in its chunk run for nothing, into the cache). Measured on MetaQA
+  (``benchmarks/bench_execute_many.py``), batching beams does not pay on the embedded store: a
+  question's first or second beam usually executes, and an extra query costs about what a saved
+  round trip does; chunks such as ``(1, 4, 16)`` suit stores whose round trip dominates;
 - with ``workers > 1`` queries run in a thread pool over a sliding window of the next distinct
   beams, but results are consumed in beam order, so the selection is exactly that of the
   sequential loop (later beams' leftover work is cancelled or finishes into the store's cache).
@@ -26,13 +33,16 @@ uses one per process); :func:`select_answer` is the one-call form.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from itertools import islice
 from typing import Any
 
 from kbqa_lit.errors import SExprError
+from kbqa_lit.kb.execute import execute_many
 from kbqa_lit.kb.iri import NAME_RELATION, NS
 from kbqa_lit.kb.loaders import escape_literal
 from kbqa_lit.kb.normalize import denormalize_sexpr
@@ -41,6 +51,9 @@ from kbqa_lit.kb.store import ExecutionResult, KnowledgeBase
 
 #: Separator of several answers in a generated answer text.
 ANSWER_SEPARATOR = " | "
+#: Batch sizes of the beams executed together (``workers=1``): one at a time, measured fastest on
+#: the embedded store (``benchmarks/bench_execute_many.py``).
+DEFAULT_CHUNKS = (1,)
 
 
 @dataclass
@@ -83,6 +96,17 @@ class _Query:
     sexpr: str
     sparql: str
     counting: bool
+
+
+def _chunks(queries: Iterator[_Query], sizes: Sequence[int]) -> Iterator[list[_Query]]:
+    """Cut the candidates into successive chunks of ``sizes`` (the last size repeats)."""
+    k = 0
+    while True:
+        chunk = list(islice(queries, sizes[min(k, len(sizes) - 1)]))
+        if not chunk:
+            return
+        yield chunk
+        k += 1
 
 
 def _is_count(sexpr: str) -> bool:
@@ -249,6 +273,14 @@ class ExecutionGuidedSelector:
             as the store serves concurrently (``OxigraphStore(workers=...)``; an endpoint: any).
         count_zero_is_executable: Whether a ``COUNT`` returning ``0`` counts as executable.
         max_beams: Consider only the first ``max_beams`` beams (``None``: all).
+        chunks: With ``workers=1``, the sizes of the successive batches in which a question's
+            beams are denormalised, converted and executed (one ``execute_many`` each: one round
+            trip to the Oxigraph worker); the last size repeats. The default ``(1,)`` (one beam
+            at a time) is measured fastest on the embedded store (``benchmarks/bench_execute_many.py``).
+
+    Attributes:
+        execute_seconds: Seconds spent waiting for query results (all questions so far); the
+            rest of :meth:`select` is denormalisation, conversion and bookkeeping.
 
     """
 
@@ -259,12 +291,17 @@ class ExecutionGuidedSelector:
         workers: int = 1,
         count_zero_is_executable: bool = False,
         max_beams: int | None = None,
+        chunks: Sequence[int] = DEFAULT_CHUNKS,
     ) -> None:
         self.kb = kb
         self.workers = max(1, int(workers))
         self.count_zero_is_executable = count_zero_is_executable
         self.max_beams = max_beams
+        self.chunks = tuple(int(c) for c in chunks)
+        if not self.chunks or min(self.chunks) < 1:
+            raise ValueError(f"chunks must be positive sizes, got {chunks!r}")
         self._pool: ThreadPoolExecutor | None = None
+        self.execute_seconds = 0.0
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._pool is None:
@@ -293,12 +330,15 @@ class ExecutionGuidedSelector:
     ) -> tuple[_Query, ExecutionResult] | None:
         """Run queries in order (sequentially or through the window); return the first that executes."""
         if self.workers == 1:
-            for q in queries:
-                result = _safe_execute(self.kb, q.sparql)
-                reason = _rejection(q, result, self.count_zero_is_executable)
-                if reason is None:
-                    return q, result
-                errors.append((q.beam, reason))
+            for chunk in _chunks(queries, self.chunks):
+                start = time.perf_counter()
+                results = execute_many(self.kb, [q.sparql for q in chunk])
+                self.execute_seconds += time.perf_counter() - start
+                for q, result in zip(chunk, results, strict=True):
+                    reason = _rejection(q, result, self.count_zero_is_executable)
+                    if reason is None:
+                        return q, result
+                    errors.append((q.beam, reason))
             return None
         pool = self._executor()
         window: deque[tuple[_Query, Future[ExecutionResult]]] = deque()
@@ -314,7 +354,9 @@ class ExecutionGuidedSelector:
             fill()
             while window:
                 q, future = window.popleft()
+                start = time.perf_counter()
                 result = future.result()
+                self.execute_seconds += time.perf_counter() - start
                 reason = _rejection(q, result, self.count_zero_is_executable)
                 if reason is None:
                     return q, result
@@ -381,6 +423,7 @@ def select_answer(
     count_zero_is_executable: bool = False,
     workers: int = 1,
     max_beams: int | None = None,
+    chunks: Sequence[int] = DEFAULT_CHUNKS,
 ) -> Selection:
     """Pick a question's answers: the first beam that executes, else the generated answer text.
 
@@ -398,13 +441,14 @@ def select_answer(
         count_zero_is_executable: Whether a ``COUNT`` returning ``0`` counts as executable.
         workers: Queries in flight at once; the selection equals that of ``workers=1``.
         max_beams: Consider only the first ``max_beams`` beams.
+        chunks: Batch sizes of beams executed together (see :class:`ExecutionGuidedSelector`).
 
     Returns:
         The :class:`Selection`.
 
     """
     with ExecutionGuidedSelector(
-        kb, workers=workers, count_zero_is_executable=count_zero_is_executable, max_beams=max_beams
+        kb, workers=workers, count_zero_is_executable=count_zero_is_executable, max_beams=max_beams, chunks=chunks
     ) as selector:
         return selector.select(
             beams,

@@ -108,6 +108,22 @@ def test_test_stage_num_return_sequences_and_explicit_dir(store_dir: Path, tmp_p
     assert rows[6]["fallback"] and rows[6]["answers"] == ["m.b"]  # "Beta" by name: only EMPTY was generated
 
 
+def test_test_stage_times_its_parts_on_rank_zero_only_in_the_logger(store_dir: Path, tmp_path: Path) -> None:
+    callback = ExecutionGuidedEval(str(store_dir), num_beams=4, workers=1, predictions_dir=str(tmp_path / "p"))
+    trainer = make_trainer(tmp_path, callback)
+    out = trainer.test(FakeGenerator(), datamodule=TinyDataModule(batch_size=3))[0]
+    timing = callback.last_timing
+    assert timing["questions"] == 7 and timing["questions_per_s"] > 0 and timing["time_execute_s"] > 0
+    parts = ("time_generate_s", "time_denormalise_s", "time_execute_s", "time_bookkeeping_s")
+    assert all(timing[k] >= 0 for k in parts) and sum(timing[k] for k in parts) <= timing["time_total_s"]
+    assert not any(k.startswith("test/time") or k == "test/questions_per_s" for k in out)  # not a synced metric
+    with open(Path(trainer.log_dir) / "metrics.csv", encoding="utf-8") as fh:
+        logged = {k: v for row in csv.DictReader(fh) for k, v in row.items() if v}
+    assert float(logged["test/questions_per_s"]) == pytest.approx(timing["questions_per_s"])
+    rows = read_rows(tmp_path / "p" / "test_predictions_epoch0.jsonl")
+    assert not any("time" in key for r in rows for key in r)  # rows stay equal across DDP and one process
+
+
 def test_stages_select_what_runs(store_dir: Path, tmp_path: Path) -> None:
     callback = ExecutionGuidedEval(str(store_dir), stages=["test"])
     model = FakeGenerator()
