@@ -156,6 +156,7 @@ def run_compare(args: argparse.Namespace) -> int:
     comparison = compare_runs(runs, metrics=requested or None, params=params)
     if args.out.is_dir():
         raise UserInputError(f"--out {args.out} is a directory; give a file name such as report.html")
+    png_metrics = _png_metrics(runs, requested) if args.png is not None else []
     groups = None
     if args.group_by:
         from kbqa_lit.tools.compare_groups import file_sources, group_metrics, test_run_sources
@@ -167,7 +168,7 @@ def run_compare(args: argparse.Namespace) -> int:
     if groups is not None:
         summary["groups"] = groups
     if args.png is not None:
-        summary["png"] = _write_pngs(args.png, runs, requested, groups)
+        summary["png"] = _write_pngs(args.png, runs, png_metrics, groups)
     print_json(summary)
     return 0
 
@@ -181,15 +182,20 @@ def _check_group_args(args: argparse.Namespace) -> None:
         raise UserInputError(f"--png {args.png} is a file; give a directory for {LEARNING_CURVES} and {GROUPS}")
 
 
-def _write_pngs(out_dir: Path, runs: list, requested: list[str], groups: dict | None) -> dict[str, str | None]:
-    """Write learning_curves.png (and groups.png with groups) into ``out_dir``; return their paths."""
-    from kbqa_lit.tracking.lineage import join_runs
-    from kbqa_lit.tracking.png import groups_png, learning_curves_png
-
+def _png_metrics(runs: list, requested: list[str]) -> list[str]:
+    """The per-epoch metrics of learning_curves.png: ``--metrics`` (but test ones) or val/f1 and val/hit1."""
     wanted = [m for m in requested if not m.startswith("test/")] or list(PNG_METRICS)
     metrics = [m for m in wanted if any(r.history.get(m) for r in runs)][:4]
     if not metrics:
         raise UserInputError(f"--png: no run logged {', '.join(wanted)} per epoch (choose others with --metrics)")
+    return metrics
+
+
+def _write_pngs(out_dir: Path, runs: list, metrics: list[str], groups: dict | None) -> dict[str, str | None]:
+    """Write learning_curves.png (and groups.png with groups) into ``out_dir``; return their paths."""
+    from kbqa_lit.tracking.lineage import join_runs
+    from kbqa_lit.tracking.png import groups_png, learning_curves_png
+
     written: dict[str, str | None] = {"learning_curves": None, "groups": None}
     experiments = [e for e in join_runs(runs) if any(e.main.history.get(m) for m in metrics)]
     written["learning_curves"] = str(learning_curves_png(experiments, metrics, out_dir / LEARNING_CURVES))

@@ -92,7 +92,8 @@ def learning_curves_png(experiments: Sequence[Experiment], metrics: Sequence[str
     if not any(points for _, _, points in lines):
         raise UserInputError(f"no run logged {', '.join(metrics)}: nothing to draw in {path.name}")
     plt = _pyplot()
-    fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 * len(metrics), 3.9), squeeze=False)
+    width = max(6.4, 5.2 * len(metrics))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(width, 3.9), squeeze=False, layout="constrained")
     for ax, metric in zip(axes[0], metrics, strict=True):
         for k, exp in enumerate(experiments):
             color = COLORS[k % len(COLORS)]
@@ -115,8 +116,7 @@ def learning_curves_png(experiments: Sequence[Experiment], metrics: Sequence[str
         ax.xaxis.get_major_locator().set_params(integer=True)
     handles, labels = axes[0][0].get_legend_handles_labels()
     if handles:
-        fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.06 + 0.045 * ((len(labels) - 1) // 3), 1, 1))
+        fig.legend(handles, labels, loc="outside lower center", ncol=_legend_columns(labels, width), fontsize=8)
     _save_atomic(fig, path)
     plt.close(fig)
     return path
@@ -166,6 +166,12 @@ def groups_png(
     _save_atomic(fig, path)
     plt.close(fig)
     return path
+
+
+def _legend_columns(labels: Sequence[str], width_in: float) -> int:
+    """As many legend columns as fit the figure's width at font size 8 (about 4.6 pt per character)."""
+    column_pt = 4.6 * max(len(label) for label in labels) + 36  # text plus the marker
+    return max(1, min(len(labels), int(width_in * 72 // column_pt)))
 
 
 def _group_order(value: str) -> tuple[int, float, str]:
