@@ -141,3 +141,10 @@ def test_report_renders_in_headless_chromium(compared, tmp_path: Path) -> None:
     assert png_size(shot) == WINDOW
     colours, non_white = colour_stats(shot)
     assert colours >= 8 and non_white > 0.04, (colours, non_white)  # text, tables, coloured chart lines and bars
+
+
+def test_png_without_curves_is_an_error_before_anything_is_written(experiments_root: Path, tmp_path: Path, capsys):
+    out = tmp_path / "r.html"
+    assert main(["compare", str(experiments_root / "lonely"), "--out", str(out), "--png", str(tmp_path / "png")]) == 2
+    assert "no run logged val/f1, val/hit1 per epoch" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
