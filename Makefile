@@ -29,7 +29,7 @@ demo-kb: $(STAMP)
 ## test: the whole test suite (real data from ../shared/data where present)
 test: $(STAMP)
 	./.ci/install-virtuoso.sh
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 ## test-fast: skip tests marked slow
 test-fast: $(STAMP)
