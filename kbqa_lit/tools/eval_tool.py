@@ -84,7 +84,34 @@ def register(subparsers: Any) -> None:
         metavar="KEY",
         help="also report the metrics per value of the gold examples' meta[KEY] (e.g. hops, kbcheck); repeatable",
     )
+    p.add_argument(
+        "--table",
+        action="store_true",
+        help="print a small text table (all questions, then each group) instead of the JSON object",
+    )
     p.set_defaults(func=run_eval)
+
+
+TABLE_COLUMNS = ("n", "f1", "hit1", "hit1_any", "executable")
+
+
+def summary_table(summary: dict[str, Any]) -> str:
+    """The summary as a fixed-width text table: one row for all questions, then one per group value."""
+    rows = [("all", summary)]
+    for key, groups in (summary.get("by") or {}).items():
+        rows += [(f"{key}={value}", metrics) for value, metrics in groups.items()]
+    columns = [c for c in TABLE_COLUMNS if any(c in m for _, m in rows)]
+    width = max(len(name) for name, _ in rows)
+
+    def cell(metrics: dict[str, Any], column: str) -> str:
+        value = metrics.get(column)
+        if value is None:
+            return "-"
+        return str(value) if column == "n" else f"{float(value):.3f}"
+
+    lines = [f"{'':<{width}}  " + "  ".join(f"{c:>10}" for c in columns)]
+    lines += [f"{name:<{width}}  " + "  ".join(f"{cell(m, c):>10}" for c in columns) for name, m in rows]
+    return "\n".join(lines)
 
 
 def answer_key(value: str) -> str:
@@ -337,5 +364,8 @@ def run_eval(args: argparse.Namespace) -> int:
         summary["by"] = {key: group_summaries(scored, key, any_exec) for key in args.group_by}
     if args.per_question is not None:
         write_json_lines_atomic((_per_question_row(g, s, any_exec) for g, s in scored), args.per_question)
-    print_json(summary)
+    if args.table:
+        print(summary_table(summary))
+    else:
+        print_json(summary)
     return 0

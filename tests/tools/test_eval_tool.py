@@ -363,3 +363,19 @@ def test_group_by_meta_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert by["null"]["n"] == 1 and by["null"]["f1"] == 0.0  # no prediction: scored 0
     assert got["f1"] == pytest.approx((1 + 0 + 2 / 3 + 0) / 4)
     assert "by" not in _eval(capsys, "--gold", str(gold), "--pred", str(pred))
+
+
+def test_table_prints_all_questions_then_each_group(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [
+        {"qid": q, "question": q, "answers": [{"id": "m.1"}], "meta": {"kind": kind}}
+        for q, kind in (("a", "iid"), ("b", "iid"), ("c", "zero-shot"))
+    ]
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pred = _write_preds(tmp_path / "p.jsonl", [{"qid": "a", "answers": ["m.1"]}, {"qid": "c", "answers": ["m.2"]}])
+    assert main(["eval", "--gold", str(gold), "--pred", str(pred), "--group-by", "kind", "--table"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["n", "f1", "hit1", "hit1_any"]
+    assert lines[1].split() == ["all", "3", "0.333", "0.333", "0.333"]
+    assert lines[2].split() == ["kind=iid", "2", "0.500", "0.500", "0.500"]
+    assert lines[3].split() == ["kind=zero-shot", "1", "0.000", "0.000", "0.000"]
