@@ -188,6 +188,9 @@ class ExecutionGuidedEval(L.Callback):
         constrained: Grammar-constrained beam search: ``none``; ``grammar`` (well-formed
             normalised S-expressions only); ``schema`` (also only the store's relations and
             classes and the question's linked entity labels and slots). See the module docstring.
+        lf_generation: False runs no logical-form beam search: every prediction is the module's
+            answer text (CoQ's "w/o LF generation" ablation, with a generator trained with
+            ``lf_weight: 0``).
 
     """
 
@@ -209,6 +212,7 @@ class ExecutionGuidedEval(L.Callback):
         build_from: Sequence[str] | None = None,
         build_format: str = "nt",
         constrained: Literal["none", "grammar", "schema"] = "none",
+        lf_generation: bool = True,
     ) -> None:
         super().__init__()
         stages = [stages] if isinstance(stages, str) else list(stages)
@@ -238,6 +242,7 @@ class ExecutionGuidedEval(L.Callback):
         if constrained not in ("none", "grammar", "schema"):
             raise ValueError(f"constrained must be none, grammar or schema, got {constrained!r}")
         self.constrained = constrained
+        self.lf_generation = bool(lf_generation)
         self._token_index: TokenIndex | None = None
         self._schema_rules: SchemaRules | None = None
         self.kb: Any = None
@@ -472,16 +477,19 @@ class ExecutionGuidedEval(L.Callback):
             beams = [list(b) for b in outputs["beams"]]
             texts = outputs.get("answer_texts")
             return beams, None if texts is None else [str(t) for t in texts]
-        processor = self._processor(pl_module, batch, examples)
+        processor = self._processor(pl_module, batch, examples) if self.lf_generation else None
         extra = {} if processor is None else {"logits_processor": LogitsProcessorList([processor])}
         with torch.no_grad():
-            beams = pl_module.generate_lf(
-                batch,
-                num_beams=self.num_beams,
-                num_return_sequences=self.num_return_sequences,
-                max_new_tokens=self.max_new_tokens,
-                **extra,
-            )
+            if self.lf_generation:
+                beams = pl_module.generate_lf(
+                    batch,
+                    num_beams=self.num_beams,
+                    num_return_sequences=self.num_return_sequences,
+                    max_new_tokens=self.max_new_tokens,
+                    **extra,
+                )
+            else:  # "w/o LF generation": no beams, so every prediction is the answer text
+                beams = [[] for _ in range(len(batch["index"]))]
             texts = None
             if callable(getattr(pl_module, "generate_answer", None)):
                 texts = pl_module.generate_answer(batch, max_new_tokens=self.max_new_tokens)

@@ -108,6 +108,19 @@ def test_test_stage_num_return_sequences_and_explicit_dir(store_dir: Path, tmp_p
     assert rows[6]["fallback"] and rows[6]["answers"] == ["m.b"]  # "Beta" by name: only EMPTY was generated
 
 
+def test_without_lf_generation_every_prediction_is_the_answer_text(store_dir: Path, tmp_path: Path) -> None:
+    """CoQ's "w/o LF generation" ablation: no beam search at all, the answer texts are the predictions."""
+    callback = ExecutionGuidedEval(
+        str(store_dir), num_beams=4, workers=1, lf_generation=False, predictions_dir=str(tmp_path / "p")
+    )
+    model = FakeGenerator()
+    out = make_trainer(tmp_path, callback).test(model, datamodule=TinyDataModule(batch_size=3))[0]
+    assert model.lf_calls == [] and float(out["test/fallback_rate"]) == 1.0 and float(out["test/executable"]) == 0.0
+    rows = read_rows(tmp_path / "p" / "test_predictions_epoch0.jsonl")
+    assert all(r["beams"] == [] and r["fallback"] for r in rows)
+    assert rows[6]["answers"] == ["m.b"]  # the answer text "Beta", mapped to its KB id by name
+
+
 def test_test_stage_times_its_parts_on_rank_zero_only_in_the_logger(store_dir: Path, tmp_path: Path) -> None:
     callback = ExecutionGuidedEval(str(store_dir), num_beams=4, workers=1, predictions_dir=str(tmp_path / "p"))
     trainer = make_trainer(tmp_path, callback)

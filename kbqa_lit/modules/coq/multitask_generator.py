@@ -78,6 +78,9 @@ class MultitaskGenerator(LightningModule):
             ``model_name_or_path`` when given (and a checkpoint restores its own).
         alpha: Weight α of the answer loss: ``L = L_LF + α·L_ANS`` (0.6 CWQ, 0.2 WebQSP in the
             paper; 0 skips the answer task).
+        lf_weight: Weight of the logical-form loss, ``L = lf_weight·L_LF + α·L_ANS``; 0 trains the
+            answer task only (the paper's "w/o LF generation" ablation; evaluate it with
+            ``ExecutionGuidedEval(lf_generation=False)``, whose predictions are the answer texts).
         learning_rate: Peak AdamW learning rate.
         weight_decay: AdamW weight decay (not applied to biases and LayerNorm weights).
         warmup_steps: Linear warm-up steps before the linear decay to 0; 0 uses ``warmup_ratio``.
@@ -94,6 +97,7 @@ class MultitaskGenerator(LightningModule):
         backbone: Literal["t5", "encoder-decoder"] = "t5",
         decoder_config: dict[str, Any] | None = None,
         alpha: float = 0.6,
+        lf_weight: float = 1.0,
         learning_rate: float = 3e-4,
         weight_decay: float = 0.01,
         warmup_steps: int = 0,
@@ -103,6 +107,8 @@ class MultitaskGenerator(LightningModule):
         super().__init__()
         if alpha < 0:
             raise ValueError(f"alpha must be >= 0, got {alpha}")
+        if lf_weight < 0 or (lf_weight == 0 and alpha == 0):
+            raise ValueError(f"lf_weight must be >= 0 and not 0 together with alpha, got {lf_weight} (alpha {alpha})")
         if backbone not in BACKBONES:
             raise ValueError(f"backbone must be one of {', '.join(BACKBONES)}, got {backbone!r}")
         self.save_hyperparameters(ignore=["tokenizer"])
@@ -167,15 +173,15 @@ class MultitaskGenerator(LightningModule):
         return out.loss
 
     def compute_losses(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """``{"loss", "loss_lf", ["loss_ans"]}`` of a batch.
+        """``{"loss", "loss_lf", ["loss_ans"]}`` of a batch: ``loss = lf_weight·loss_lf + α·loss_ans``.
 
-        ``loss_ans`` is left out (and ``loss = loss_lf``) when the batch has no answer task or
-        ``alpha`` is 0; a task whose labels are all ``-100`` contributes nothing.
+        ``loss_ans`` is left out (and ``loss = lf_weight·loss_lf``) when the batch has no answer
+        task or ``alpha`` is 0; a task whose labels are all ``-100`` contributes nothing.
         """
         zero = batch["input_ids"].new_zeros((), dtype=torch.float32)
         l_lf = self._task_loss(batch, "")
         losses = {"loss_lf": l_lf if l_lf is not None else zero}
-        loss = losses["loss_lf"]
+        loss = self.hparams.get("lf_weight", 1.0) * losses["loss_lf"]
         if self.hparams.alpha > 0 and "ans_input_ids" in batch:
             l_ans = self._task_loss(batch, "ans_")
             if l_ans is not None:

@@ -134,3 +134,14 @@ def test_fast_dev_run_fit_logs_and_checkpoint_round_trip(dm, tmp_path: Path) -> 
     assert set(out) == {"test/loss"}
     (pred,) = trainer.predict(restored, datamodule=dm)
     assert pred["index"] == [0, 1, 2] and len(pred["lf"]) == len(pred["answer"]) == 3
+
+
+def test_lf_weight_zero_trains_the_answer_task_only(dm, batch) -> None:
+    """``loss = lf_weight·L_LF + α·L_ANS``; lf_weight 0 is the "w/o LF generation" ablation."""
+    m = make_module(dm, alpha=0.5, lf_weight=0.0).eval()
+    with torch.no_grad():
+        losses = m.compute_losses(batch)
+        l_ans = ce(m, batch, "ans_")
+    torch.testing.assert_close(losses["loss"], 0.5 * l_ans)
+    with pytest.raises(ValueError, match="lf_weight"):
+        make_module(dm, alpha=0.0, lf_weight=0.0)
