@@ -17,6 +17,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveCon
 from lightning.pytorch.loggers import Logger
 
 import kbqa_lit.strategies  # noqa: F401  (registers the deepspeed_cpu_* strategy names)
+from kbqa_lit.data.linking import oracle_inputs
 
 
 class LoggerSaveConfigCallback(SaveConfigCallback):
@@ -46,16 +47,6 @@ class KBQALightningCLI(LightningCLI):
 ORACLE_RUN_SUFFIX = "-oracle-linking"
 
 
-def oracle_inputs_of(init: Any) -> list[str]:
-    """The gold inputs a datamodule's ``init_args`` give evaluation: ``linking``, ``patterns``."""
-    out = []
-    if _get(init, "linking") == "gold":
-        out.append("linking")
-    if _get(init, "patterns") == "gold":
-        out.append("patterns")
-    return out
-
-
 def mark_oracle_run(config: Any) -> bool:
     """Append ``-oracle-<inputs>`` to the loggers' ``name`` when evaluation sees gold inputs.
 
@@ -68,7 +59,8 @@ def mark_oracle_run(config: Any) -> bool:
     Returns:
         Whether the run is an oracle run.
     """
-    inputs = oracle_inputs_of(_get(_get(config, "data"), "init_args"))
+    init = _get(_get(config, "data"), "init_args")
+    inputs = oracle_inputs(_get(init, "linking"), _get(init, "patterns"))
     if not inputs:
         return False
     suffix = "-oracle-" + "-".join(inputs)

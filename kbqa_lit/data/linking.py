@@ -103,6 +103,17 @@ def predicted_entities(ex: KBQAExample, linker: Linker | None) -> dict[str, str]
     return {}
 
 
+def oracle_inputs(linking: str | None, patterns: str | None = None) -> list[str]:
+    """The gold inputs evaluation sees under these settings; ``[]`` for an honest run.
+
+    ``linking`` when linking is ``gold`` (gold entities and the file's own decompositions),
+    ``patterns`` when the generator's patterns are ``gold`` (oracle patterns). The one rule
+    behind ``oracle/`` metric prefixes (the datamodules' ``oracle_inputs()``) and
+    ``-oracle-<inputs>`` run names (:func:`kbqa_lit.lightning_cli.mark_oracle_run`).
+    """
+    return [name for name, value in (("linking", linking), ("patterns", patterns)) if value == "gold"]
+
+
 def inference_decomposition(ex: KBQAExample) -> str | None:
     """The example's decomposition when a predictor wrote it, else ``None`` (see the module docstring)."""
     if ex.meta.get("decomposition_status") in PREDICTED_DECOMPOSITION_STATUSES:
@@ -152,5 +163,6 @@ __all__ = [
     "inference_decomposition",
     "inference_view",
     "linking_recall",
+    "oracle_inputs",
     "predicted_entities",
 ]

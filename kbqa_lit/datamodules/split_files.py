@@ -14,7 +14,14 @@ from typing import Any
 
 from lightning.pytorch.utilities import rank_zero_warn
 
-from kbqa_lit.data.linking import IndexLinker, Linker, check_linking, inference_view, linking_recall
+from kbqa_lit.data.linking import (
+    IndexLinker,
+    Linker,
+    check_linking,
+    inference_view,
+    linking_recall,
+    oracle_inputs,
+)
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.errors import UserInputError
 
@@ -175,12 +182,7 @@ class SplitFilesMixin:
 
     def linking_key(self) -> dict[str, Any]:
         """What the evaluation inputs depend on (part of the tokenised cache's key)."""
-        return {
-            "linking": self.linking,
-            "linking_store": self._linking_store,
-            "linking_top_k": self._linking_top_k,
-            "decomposition": "predicted-only" if self.linking != "gold" else "as-given",
-        }
+        return {"linking": self.linking, "linking_store": self._linking_store, "linking_top_k": self._linking_top_k}
 
     def oracle_inputs(self) -> list[str]:
         """The gold inputs validation, test and predict see (``[]`` for an honest run).
@@ -189,7 +191,7 @@ class SplitFilesMixin:
         decompositions); a host may add its own (the generator's ``patterns: gold``). A run with
         any of them logs its metrics under ``oracle/`` and names them in its run name.
         """
-        return ["linking"] if self.linking == "gold" else []
+        return oracle_inputs(self.linking)
 
     def _linker(self) -> Linker | None:
         """The surface-name linker over ``linking_store`` (built once; ``None`` without a store)."""

@@ -19,7 +19,7 @@ from kbqa_lit.data.schema import KBQAExample
 log = logging.getLogger(__name__)
 
 #: Bump when the input recipe changes (part of the cache key).
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3  # 3: evaluation inputs carry only predicted decompositions
 
 
 def encode_examples(

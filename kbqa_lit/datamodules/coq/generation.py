@@ -44,6 +44,7 @@ from kbqa_lit.data.coq.generator_inputs import (
     lf_target,
 )
 from kbqa_lit.data.entity_slots import SLOT_TOKENS
+from kbqa_lit.data.linking import oracle_inputs
 from kbqa_lit.datamodules.collate import Seq2SeqCollator
 from kbqa_lit.datamodules.coq import encoding
 from kbqa_lit.datamodules.coq.encoding import CACHE_FORMAT
@@ -207,7 +208,7 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
 
     def oracle_inputs(self) -> list[str]:
         """Gold inputs of evaluation: ``linking`` (gold entities) and ``patterns`` (oracle patterns)."""
-        return super().oracle_inputs() + (["patterns"] if self.hparams.patterns == "gold" else [])
+        return oracle_inputs(self.linking, self.hparams.patterns)
 
     def dataset(self, split: str) -> TokenizedSplit:
         """The tokenised ``split`` (loaded from the Arrow cache, or encoded and cached once)."""
