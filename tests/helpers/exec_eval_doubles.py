@@ -250,6 +250,8 @@ def main() -> None:
         "log_dir": trainer.log_dir,
     }
     (args.out / f"rank{trainer.global_rank}.json").write_text(json.dumps(report), encoding="utf-8")
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()  # a gloo group left to process exit can abort it (SIGABRT)
 
 
 if __name__ == "__main__":
