@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import torch
@@ -58,23 +58,32 @@ def gold_relations(ex: KBQAExample, path: object = "") -> list[str]:
 
 
 class PairCollator:
-    """Tokenise the (question, relation words) pairs of rows into one padded batch.
+    """Tokenise the (question, item text) pairs of rows into one padded batch.
 
     Args:
         tokenizer: The encoder's tokenizer.
-        inventory: Gives each relation's words.
+        inventory: Gives each relation's words (the default item text).
         max_length: Pair length limit in tokens.
+        text_of: The text of an item (default ``inventory.words``; FC-KBQA's extractors pass
+            their ``[D] ... [N] ... [R] ...`` items).
     """
 
-    def __init__(self, tokenizer: Any, inventory: RelationInventory, max_length: int) -> None:
+    def __init__(
+        self,
+        tokenizer: Any,
+        inventory: RelationInventory,
+        max_length: int,
+        text_of: Callable[[str], str] | None = None,
+    ) -> None:
         self.tokenizer = tokenizer
         self.inventory = inventory
         self.max_length = max_length
+        self.text_of = text_of or inventory.words
 
     def __call__(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
         """Flatten the rows' pairs, pad them dynamically and add the group bookkeeping."""
         questions = [r["question"] for r in rows for _ in r["relations"]]
-        texts = [self.inventory.words(rel) for r in rows for rel in r["relations"]]
+        texts = [self.text_of(rel) for r in rows for rel in r["relations"]]
         enc = self.tokenizer(
             questions, texts, truncation=True, max_length=self.max_length, padding=True, return_tensors="pt"
         )
@@ -197,6 +206,10 @@ class RelationRetrievalDataModule(SplitFilesMixin, LightningDataModule):
         rng = random.Random(f"{self.hparams.seed}:{ex.qid}:{positive}")
         return hard + rng.sample(rest, min(k - len(hard), len(rest)))
 
+    def gold_items(self, ex: KBQAExample, path: object = "") -> list[str]:
+        """The gold items of an example the groups are built from: its gold relations (subclasses: others)."""
+        return gold_relations(ex, path)
+
     def rows(self, split: str) -> list[dict[str, Any]]:
         """The rows of a split: training groups, or one all-candidates row per question."""
         split = canonical_split(split)
@@ -206,7 +219,7 @@ class RelationRetrievalDataModule(SplitFilesMixin, LightningDataModule):
         rows: list[dict[str, Any]] = []
         missing = 0
         for i, ex in enumerate(self.examples(split)):
-            gold = gold_relations(ex, path)
+            gold = self.gold_items(ex, path)
             if split == "train":
                 for pos in gold:
                     if pos not in self.inventory:

@@ -161,9 +161,13 @@ class CrossEncoderRetriever(LightningModule):
 
     # ------------------------------------------------------------------ inference API
 
+    def item_text(self, item: str) -> str:
+        """The text read for an item id: the relation's words (subclasses read other texts)."""
+        return schema_to_words(item)
+
     @torch.no_grad()
     def score(self, question: str, relations: Sequence[str], batch_size: int = 64) -> list[float]:
-        """Scores of ``(question, relation)`` pairs (relation ids; their words are read), in input order."""
+        """Scores of ``(question, relation)`` pairs (ids; :meth:`item_text` is read), in input order."""
         if self.tokenizer is None:
             raise RuntimeError("CrossEncoderRetriever has no tokenizer: pass one (or load a checkpoint)")
         was_training = self.training
@@ -171,7 +175,7 @@ class CrossEncoderRetriever(LightningModule):
         out: list[float] = []
         try:
             for i in range(0, len(relations), batch_size):
-                chunk = [schema_to_words(r) for r in relations[i : i + batch_size]]
+                chunk = [self.item_text(r) for r in relations[i : i + batch_size]]
                 enc = self.tokenizer(
                     [question] * len(chunk),
                     chunk,

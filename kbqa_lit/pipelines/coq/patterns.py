@@ -4,8 +4,9 @@ Candidate patterns are the pairs ``(r, e)`` of the example's candidate relations
 entities (the top-l of each, the paper's l×l pairs; or only the refined ones, the ``refined``
 setting of :class:`~kbqa_lit.pipelines.coq.pattern_writer.PatternWriter`) that are connected in
 the KB — ``ASK { { <e> <r> ?x } UNION { ?x <r> <e> } }`` with full IRIs, asked for many pairs
-at once with ``VALUES`` and cached per pair (:class:`Connectivity`). Each candidate is scored
-over the sub-chains ``D_i = [SUBQ] q_i [ANS] a_i`` of the decomposition::
+at once with ``VALUES`` and cached per pair (:class:`~kbqa_lit.kb.connectivity.Connectivity`, a
+shared part since FC-KBQA prunes entities with it). Each candidate is scored over the
+sub-chains ``D_i = [SUBQ] q_i [ANS] a_i`` of the decomposition::
 
     s(P) = Σ_i [ s(q, D_i, r) + s(q, D_i, e) ]
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 from kbqa_lit.data.coq.classifier_texts import entity_item_relations
@@ -34,7 +35,8 @@ from kbqa_lit.data.coq.generator_inputs import gold_patterns
 from kbqa_lit.data.linking import inference_decomposition
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.iri import ALIAS_RELATION, NAME_RELATION, TYPE_RELATION, iri, is_entity_id, local_id
+from kbqa_lit.kb.connectivity import Connectivity, ask_query
+from kbqa_lit.kb.iri import ALIAS_RELATION, NAME_RELATION, TYPE_RELATION, is_entity_id
 
 PATTERN_SELECTION_MODES = ("scored", "random", "oracle")
 _SUBQ_RE = re.compile(r"(?=\[SUBQ\])")
@@ -67,57 +69,6 @@ def sub_chains(decomposition: str | None) -> list[str | None]:
     chunks = [" ".join(c.split()) for c in _SUBQ_RE.split(text)]
     chunks = [c for c in chunks if c.startswith("[SUBQ]")]
     return list(chunks) if chunks else [" ".join(text.split()) or None]
-
-
-def ask_query(relation: str, entity: str) -> str:
-    """The ASK of one pair: ``{ <e> <r> ?x } UNION { ?x <r> <e> }`` with full IRIs."""
-    r, e = f"<{iri(relation)}>", f"<{iri(entity)}>"
-    return f"ASK {{ {{ {e} {r} ?x }} UNION {{ ?x {r} {e} }} }}"
-
-
-class Connectivity:
-    """Which (relation, entity) pairs are connected in the KB; batched and cached per pair.
-
-    Args:
-        store: Anything with ``execute(sparql) -> ExecutionResult`` (an Oxigraph or endpoint store).
-        batch_size: Pairs per ``VALUES`` query; when a batch query fails, its pairs are asked one
-            ``ASK`` at a time (a pair whose ASK fails counts as not connected).
-    """
-
-    def __init__(self, store: Any, batch_size: int = 100) -> None:
-        self.store = store
-        self.batch_size = batch_size
-        self.cache: dict[tuple[str, str], bool] = {}
-
-    def _ask(self, relation: str, entity: str) -> bool:
-        result = self.store.execute(ask_query(relation, entity))
-        return bool(result.ok and result.answers == ["true"])
-
-    def _batch(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], bool]:
-        values = " ".join(f"(<{iri(r)}> <{iri(e)}>)" for r, e in pairs)
-        query = (
-            f"SELECT DISTINCT ?k WHERE {{ VALUES (?r ?e) {{ {values} }} {{ ?e ?r ?x }} UNION {{ ?x ?r ?e }} "
-            'BIND(CONCAT(STR(?r), "\\t", STR(?e)) AS ?k) }'
-        )
-        result = self.store.execute(query)
-        if not result.ok:
-            return {p: self._ask(*p) for p in pairs}
-        found = set()
-        for value in result.answers:
-            r, _, e = value.partition("\t")
-            found.add((local_id(r), local_id(e)))
-        return {p: p in found for p in pairs}
-
-    def connected(self, pairs: Iterable[tuple[str, str]]) -> list[bool]:
-        """Whether each ``(relation, entity)`` pair is connected (non-entity ids never are)."""
-        pairs = list(pairs)
-        todo = [p for p in dict.fromkeys(pairs) if p not in self.cache]
-        for p in [p for p in todo if not is_entity_id(p[1])]:
-            self.cache[p] = False
-        todo = [p for p in todo if p not in self.cache]
-        for start in range(0, len(todo), self.batch_size):
-            self.cache.update(self._batch(todo[start : start + self.batch_size]))
-        return [self.cache[p] for p in pairs]
 
 
 def pattern_scores(

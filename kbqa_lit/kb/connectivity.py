@@ -1,0 +1,103 @@
+"""Batched, cached KB connectivity checks: (relation, entity) edges and two-hop relation chains.
+
+:class:`Connectivity` answers "is entity ``e`` an end of some ``r`` edge" —
+``{ <e> <r> ?x } UNION { ?x <r> <e> }`` with full IRIs — for many pairs in one ``VALUES`` query,
+cached per pair (CoQ's KB-connected patterns and FC-KBQA's relation-aware entity pruning and
+relation–entity pairs use it). :class:`RelationChains` answers "does some path
+``?x <r1> ?y . ?y <r2> ?z`` exist" (FC-KBQA's relation–relation pairs): one ``ASK`` per pair
+(it stops at the first match, which matters on a large KB), sent together through
+:func:`~kbqa_lit.kb.execute.execute_many` (one round trip per batch on the Oxigraph and endpoint
+stores) and cached per pair. A query that fails counts as "not connected".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kbqa_lit.kb.execute import execute_many
+from kbqa_lit.kb.iri import iri, is_entity_id, local_id
+
+
+def ask_query(relation: str, entity: str) -> str:
+    """The ASK of one pair: ``{ <e> <r> ?x } UNION { ?x <r> <e> }`` with full IRIs."""
+    r, e = f"<{iri(relation)}>", f"<{iri(entity)}>"
+    return f"ASK {{ {{ {e} {r} ?x }} UNION {{ ?x {r} {e} }} }}"
+
+
+class Connectivity:
+    """Which (relation, entity) pairs are connected in the KB; batched and cached per pair.
+
+    Args:
+        store: Anything with ``execute(sparql) -> ExecutionResult`` (an Oxigraph or endpoint store).
+        batch_size: Pairs per ``VALUES`` query; when a batch query fails, its pairs are asked one
+            ``ASK`` at a time (a pair whose ASK fails counts as not connected).
+    """
+
+    def __init__(self, store: Any, batch_size: int = 100) -> None:
+        self.store = store
+        self.batch_size = batch_size
+        self.cache: dict[tuple[str, str], bool] = {}
+
+    def _ask(self, relation: str, entity: str) -> bool:
+        result = self.store.execute(ask_query(relation, entity))
+        return bool(result.ok and result.answers == ["true"])
+
+    def _batch(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], bool]:
+        values = " ".join(f"(<{iri(r)}> <{iri(e)}>)" for r, e in pairs)
+        query = (
+            f"SELECT DISTINCT ?k WHERE {{ VALUES (?r ?e) {{ {values} }} {{ ?e ?r ?x }} UNION {{ ?x ?r ?e }} "
+            'BIND(CONCAT(STR(?r), "\\t", STR(?e)) AS ?k) }'
+        )
+        result = self.store.execute(query)
+        if not result.ok:
+            return {p: self._ask(*p) for p in pairs}
+        found = set()
+        for value in result.answers:
+            r, _, e = value.partition("\t")
+            found.add((local_id(r), local_id(e)))
+        return {p: p in found for p in pairs}
+
+    def connected(self, pairs: Iterable[tuple[str, str]]) -> list[bool]:
+        """Whether each ``(relation, entity)`` pair is connected (non-entity ids never are)."""
+        pairs = list(pairs)
+        todo = [p for p in dict.fromkeys(pairs) if p not in self.cache]
+        for p in [p for p in todo if not is_entity_id(p[1])]:
+            self.cache[p] = False
+        todo = [p for p in todo if p not in self.cache]
+        for start in range(0, len(todo), self.batch_size):
+            self.cache.update(self._batch(todo[start : start + self.batch_size]))
+        return [self.cache[p] for p in pairs]
+
+
+def chain_ask_query(first: str, second: str) -> str:
+    """The ASK of a two-hop chain: ``?x <first> ?y . ?y <second> ?z`` with full IRIs."""
+    return f"ASK {{ ?x <{iri(first)}> ?y . ?y <{iri(second)}> ?z }}"
+
+
+class RelationChains:
+    """Which ordered relation pairs ``(r1, r2)`` chain in the KB (``?x r1 ?y . ?y r2 ?z``); cached.
+
+    Args:
+        store: Anything with ``execute`` (and ideally ``execute_many``): an Oxigraph or endpoint store.
+        batch_size: ASK queries per :func:`~kbqa_lit.kb.execute.execute_many` call.
+    """
+
+    def __init__(self, store: Any, batch_size: int = 100) -> None:
+        self.store = store
+        self.batch_size = batch_size
+        self.cache: dict[tuple[str, str], bool] = {}
+
+    def chained(self, pairs: Iterable[tuple[str, str]]) -> list[bool]:
+        """Whether each ``(r1, r2)`` pair has a two-hop path in the KB (a failed query counts as no)."""
+        pairs = list(pairs)
+        todo = [p for p in dict.fromkeys(pairs) if p not in self.cache]
+        for start in range(0, len(todo), self.batch_size):
+            chunk = todo[start : start + self.batch_size]
+            results = execute_many(self.store, [chain_ask_query(a, b) for a, b in chunk])
+            for pair, result in zip(chunk, results, strict=True):
+                self.cache[pair] = bool(result.ok and result.answers == ["true"])
+        return [self.cache[p] for p in pairs]
+
+
+__all__ = ["Connectivity", "RelationChains", "ask_query", "chain_ask_query"]

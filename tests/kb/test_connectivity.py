@@ -1,0 +1,40 @@
+"""kb.connectivity: (relation, entity) edges and two-hop relation chains, batched and cached, on a real store."""
+
+from __future__ import annotations
+
+from kbqa_lit.kb.connectivity import Connectivity, RelationChains, chain_ask_query
+from kbqa_lit.kb.loaders import build_store
+from kbqa_lit.kb.store import open_store
+
+NS = "http://rdf.freebase.com/ns/"
+TRIPLES = [
+    ("m.ada", "people.person.place_of_birth", "m.london"),
+    ("m.london", "location.location.containedby", "m.uk"),
+    ("m.film", "film.film.directed_by", "m.ada"),
+]
+
+
+def test_chains_and_edges_against_a_real_store(tmp_path):
+    nt = tmp_path / "kb.nt"
+    nt.write_text("".join(f"<{NS}{s}> <{NS}{p}> <{NS}{o}> .\n" for s, p, o in TRIPLES))
+    build_store(tmp_path / "kb", [nt], "nt")
+    store = open_store(tmp_path / "kb")
+    try:
+        chains = RelationChains(store, batch_size=2)
+        pairs = [
+            ("people.person.place_of_birth", "location.location.containedby"),
+            ("location.location.containedby", "people.person.place_of_birth"),
+            ("film.film.directed_by", "people.person.place_of_birth"),
+            ("film.film.directed_by", "location.location.containedby"),
+        ]
+        assert chains.chained(pairs) == [True, False, True, False]
+        assert chains.cache[pairs[0]] and len(chains.cache) == 4
+        assert chains.chained(pairs[:1]) == [True]  # from the cache
+        assert store.execute(chain_ask_query(*pairs[0])).answers == ["true"]
+        conn = Connectivity(store)
+        assert conn.connected([("people.person.place_of_birth", "m.london"), ("film.film.directed_by", "m.uk")]) == [
+            True,
+            False,
+        ]
+    finally:
+        store.close()
