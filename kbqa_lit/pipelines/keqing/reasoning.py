@@ -1,0 +1,211 @@
+"""Keqing's candidate reasoning: pick a sub-question's answers from the triples retrieved for it.
+
+Two reasoners share one interface (:class:`Reasoner`):
+
+- :class:`AllCandidatesReasoner` (no LLM, the offline default): every candidate answer, in order —
+  the retrieval upper bound;
+- :class:`LLMReasoner`: the paper's prompt (the retrieved triples as context, one
+  ``(subject name, relation, object name)`` per line, then the question) sent to any
+  :class:`~kbqa_lit.llm.backends.DecompositionBackend`. The output is read as answer names (a JSON
+  list, or one name per line, or names separated by ``,``/``;``/``|``/`` and ``, after an optional
+  ``Answer:`` label and list bullets); a name is kept only when it equals (case-insensitively,
+  whitespace squeezed) the name of a subject or object of the context, and is mapped back to the
+  ids of that name. An empty or unusable output, or a failed request, gives no answers and a
+  recorded ``error``, never an exception (only a backend that can serve no request at all raises
+  :class:`~kbqa_lit.llm.backends.DecompositionBackendError`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kbqa_lit.errors import UserInputError
+from kbqa_lit.llm.backends import DecompositionBackend
+from kbqa_lit.pipelines.keqing.verbalize import Labeler, node_name, triple_text
+
+Triple = tuple[str, str, str]
+PROMPT_HEAD = (
+    "Use the following pieces of context to answer the users question. If you don't know the answer, "
+    "just say that you don't know, don't try to make up an answer. The answers must be exactly a subject "
+    "or an object of the context; write each answer on its own line and nothing else."
+)
+_LABEL_RE = re.compile(r"^\s*(?:the\s+)?answers?\s*(?:(?:is|are)\b\s*:?|:)\s*", re.IGNORECASE)
+_BULLET_RE = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+_PART_RE = re.compile(r"\s*(?:[,;|]|\band\b)\s*", re.IGNORECASE)
+_STRIP = " \t\"'`.!?"
+
+
+@dataclass
+class ReasoningResult:
+    """The answers of one sub-question.
+
+    Attributes:
+        answers: Answer ids (or literal values), in order, without repeats.
+        raw: The model's output (``None`` without an LLM or when the request failed).
+        error: Why no answer was read (``None`` when fine).
+    """
+
+    answers: list[str]
+    raw: str | None = None
+    error: str | None = None
+
+
+class Reasoner(ABC):
+    """Picks the answers of a sub-question from its candidates and retrieved triples."""
+
+    @abstractmethod
+    def reason_many(
+        self,
+        questions: Sequence[str],
+        candidates: Sequence[list[str]],
+        triples: Sequence[list[Triple]],
+        label: Labeler | None = None,
+    ) -> list[ReasoningResult]:
+        """One result per question (the three sequences are parallel).
+
+        Raises:
+            UserInputError: When the sequences differ in length.
+        """
+
+    def reason(
+        self, question: str, candidates: list[str], triples: list[Triple], label: Labeler | None = None
+    ) -> ReasoningResult:
+        """The answers of one question (see :meth:`reason_many`)."""
+        return self.reason_many([question], [candidates], [triples], label)[0]
+
+
+def _check_lengths(*seqs: Sequence[object]) -> None:
+    if len({len(s) for s in seqs}) > 1:
+        raise UserInputError(f"questions, candidates and triples differ in length: {[len(s) for s in seqs]}")
+
+
+class AllCandidatesReasoner(Reasoner):
+    """Every candidate is an answer (no LLM): the offline default and the retrieval upper bound."""
+
+    def reason_many(
+        self,
+        questions: Sequence[str],
+        candidates: Sequence[list[str]],
+        triples: Sequence[list[Triple]],
+        label: Labeler | None = None,
+    ) -> list[ReasoningResult]:
+        """The distinct candidates of each question, in order."""
+        _check_lengths(questions, candidates, triples)
+        return [ReasoningResult(list(dict.fromkeys(c))) for c in candidates]
+
+
+def _key(name: str) -> str:
+    return " ".join(name.casefold().split())
+
+
+def context_names(triples: Sequence[Triple], label: Labeler | None = None) -> dict[str, list[str]]:
+    """``{normalised name: ids}`` of every subject and object (ids also match themselves)."""
+    names: dict[str, list[str]] = {}
+    for s, _, o in triples:
+        for node in (s, o):
+            for key in {_key(node_name(node, label)), _key(node)}:
+                ids = names.setdefault(key, [])
+                if node not in ids:
+                    ids.append(node)
+    return names
+
+
+def answer_texts(raw: str) -> list[str]:
+    """Candidate answer strings of a model output (JSON list, lines, separated names)."""
+    text = raw.strip()
+    start, end = text.find("["), text.rfind("]")
+    if 0 <= start < end:
+        try:
+            items = json.loads(text[start : end + 1])
+            if isinstance(items, list):
+                return [str(x).strip(_STRIP) for x in items if isinstance(x, str | int | float)]
+        except ValueError:
+            pass
+    out: list[str] = []
+    for line in text.splitlines():
+        line = _BULLET_RE.sub("", _LABEL_RE.sub("", line)).strip(_STRIP)
+        if line:
+            out.append(line)
+            if line.strip("[]") != line:  # "[Douglas Sirk]", "[A, B]" that was not JSON
+                line = line.strip("[]").strip(_STRIP)
+                out.append(line)
+            out.extend(p.strip(_STRIP) for p in _PART_RE.split(line) if p.strip(_STRIP) and p != line)
+    return out
+
+
+def parse_answers(raw: str, names: dict[str, list[str]]) -> tuple[list[str], str | None]:
+    """The context ids a model output names, and an error when it names none."""
+    if not raw.strip():
+        return [], "empty output"
+    found: dict[str, None] = {}
+    for text in answer_texts(raw):
+        for eid in names.get(_key(text), ()):
+            found.setdefault(eid, None)
+    if not found:
+        return [], f"no answer is a subject or object of the context: {' '.join(raw.split())[:200]!r}"
+    return list(found), None
+
+
+class LLMReasoner(Reasoner):
+    """Answers read by an LLM from the retrieved triples (the paper's prompt; see the module docstring).
+
+    Args:
+        backend: Any decomposition backend (local HF model or OpenAI-compatible server).
+        max_triples: Context triples per prompt (the first ones).
+
+    Raises:
+        UserInputError: When ``max_triples < 1``.
+    """
+
+    def __init__(self, backend: DecompositionBackend, max_triples: int = 200) -> None:
+        if max_triples < 1:
+            raise UserInputError(f"max_triples must be >= 1, got {max_triples}")
+        self.backend = backend
+        self.max_triples = int(max_triples)
+
+    def prompt(self, question: str, triples: Sequence[Triple], label: Labeler | None = None) -> str:
+        """The reasoning prompt of one question over (at most ``max_triples``) triples."""
+        context = "\n".join(triple_text(t, label) for t in triples[: self.max_triples])
+        return f"{PROMPT_HEAD}\n----------------\n{context}\n----------------\nQuestion: {question}\nAnswers:"
+
+    def reason_many(
+        self,
+        questions: Sequence[str],
+        candidates: Sequence[list[str]],
+        triples: Sequence[list[Triple]],
+        label: Labeler | None = None,
+    ) -> list[ReasoningResult]:
+        """Ask the backend once per question with context (one batched call); parse each output.
+
+        Raises:
+            UserInputError: When the sequences differ in length.
+            DecompositionBackendError: When the backend can serve no request (auth, unreachable).
+        """
+        _check_lengths(questions, candidates, triples)
+        results: list[ReasoningResult] = [ReasoningResult([], None, "no context triples") for _ in questions]
+        asked = [i for i, t in enumerate(triples) if t]
+        prompts = [self.prompt(questions[i], triples[i], label) for i in asked]
+        for i, outcome in zip(asked, self.backend.generate_outcomes(prompts), strict=True):
+            if outcome.text is None:
+                results[i] = ReasoningResult([], None, f"generation failed: {outcome.error}")
+                continue
+            names = context_names(triples[i][: self.max_triples], label)
+            answers, error = parse_answers(outcome.text, names)
+            results[i] = ReasoningResult(answers, outcome.text, error)
+        return results
+
+
+__all__ = [
+    "PROMPT_HEAD",
+    "AllCandidatesReasoner",
+    "LLMReasoner",
+    "Reasoner",
+    "ReasoningResult",
+    "answer_texts",
+    "context_names",
+    "parse_answers",
+]
