@@ -10,7 +10,7 @@ import pytest
 from kbqa_lit.data.keqing.chains import Hop
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.loaders import build_store, fb_iri, literal_nt
-from kbqa_lit.kb.store import OxigraphStore
+from kbqa_lit.kb.store import EndpointStore, OxigraphStore
 from kbqa_lit.pipelines.keqing.retrieval import ChainExecutor
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -117,3 +117,11 @@ def test_bad_input_raises_user_input_errors(store: OxigraphStore) -> None:
         ex.execute([("m.a",)], (Hop("directed by> }", True),))
     with pytest.raises(UserInputError, match="seed"):
         ex.seed_paths(["m.a", "not an id"])
+
+
+def test_failed_queries_are_recorded_not_raised() -> None:
+    dead = EndpointStore("http://127.0.0.1:9/sparql", timeout=2.0, retries=0)  # the discard port: refused
+    ex = ChainExecutor(dead, batch_size=1)
+    got = ex.execute([("m.a",), ("m.b",)], (FWD, BACK))
+    assert got.paths == [] and got.answers == [] and got.cut == 0
+    assert len(got.errors) == 2 and all(e.startswith(f"{FWD}: ") for e in got.errors)
