@@ -1,0 +1,1 @@
+"""FC-KBQA's input texts: extractor items, question and logical skeletons, composer inputs."""

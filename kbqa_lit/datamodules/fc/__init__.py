@@ -1,0 +1,1 @@
+"""FC-KBQA's LightningDataModules: training groups of the relation and class extractors."""

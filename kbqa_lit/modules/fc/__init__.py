@@ -1,0 +1,1 @@
+"""FC-KBQA's LightningModules: the relation and class extractors (cross-encoders)."""
