@@ -1,0 +1,1 @@
+"""FC-KBQA's inference parts: entity linking with relation-aware pruning, KB-connected pairs."""
