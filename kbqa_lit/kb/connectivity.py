@@ -7,7 +7,9 @@ relation–entity pairs use it). :class:`RelationChains` answers "does some path
 ``?x <r1> ?y . ?y <r2> ?z`` exist" (FC-KBQA's relation–relation pairs): one ``ASK`` per pair
 (it stops at the first match, which matters on a large KB), sent together through
 :func:`~kbqa_lit.kb.execute.execute_many` (one round trip per batch on the Oxigraph and endpoint
-stores) and cached per pair. A query that fails counts as "not connected".
+stores) and cached per pair. :class:`TypedRelations` answers "is some instance of class ``c`` the
+subject (or object) of ``r``" the same way (FC-KBQA's class–relation pairs when the ontology is
+not trusted). A query that fails counts as "not connected".
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kbqa_lit.kb.execute import execute_many
-from kbqa_lit.kb.iri import iri, is_entity_id, local_id
+from kbqa_lit.kb.iri import TYPE_RELATION, iri, is_entity_id, local_id
 
 
 def ask_query(relation: str, entity: str) -> str:
@@ -100,4 +102,39 @@ class RelationChains:
         return [self.cache[p] for p in pairs]
 
 
-__all__ = ["Connectivity", "RelationChains", "ask_query", "chain_ask_query"]
+def typed_ask_query(cls: str, relation: str, side: str) -> str:
+    """The ASK "an instance of ``cls`` is the subject (``side="domain"``) or object (``"range"``) of ``relation``"."""
+    c, r, t = f"<{iri(cls)}>", f"<{iri(relation)}>", f"<{iri(TYPE_RELATION)}>"
+    if side == "domain":
+        return f"ASK {{ ?x {t} {c} . ?x {r} ?y }}"
+    if side == "range":
+        return f"ASK {{ ?y {t} {c} . ?x {r} ?y }}"
+    raise ValueError(f"side must be 'domain' or 'range', got {side!r}")
+
+
+class TypedRelations:
+    """Which ``(class, relation, side)`` triples hold in the KB (typed instances on that side); cached.
+
+    Args:
+        store: Anything with ``execute`` (and ideally ``execute_many``).
+        batch_size: ASK queries per :func:`~kbqa_lit.kb.execute.execute_many` call.
+    """
+
+    def __init__(self, store: Any, batch_size: int = 100) -> None:
+        self.store = store
+        self.batch_size = batch_size
+        self.cache: dict[tuple[str, str, str], bool] = {}
+
+    def holds(self, triples: Iterable[tuple[str, str, str]]) -> list[bool]:
+        """Whether each ``(class, relation, "domain" | "range")`` holds (a failed query counts as no)."""
+        triples = list(triples)
+        todo = [t for t in dict.fromkeys(triples) if t not in self.cache]
+        for start in range(0, len(todo), self.batch_size):
+            chunk = todo[start : start + self.batch_size]
+            results = execute_many(self.store, [typed_ask_query(*t) for t in chunk])
+            for triple, result in zip(chunk, results, strict=True):
+                self.cache[triple] = bool(result.ok and result.answers == ["true"])
+        return [self.cache[t] for t in triples]
+
+
+__all__ = ["Connectivity", "RelationChains", "TypedRelations", "ask_query", "chain_ask_query", "typed_ask_query"]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from kbqa_lit.kb.connectivity import Connectivity, RelationChains, chain_ask_query
+from kbqa_lit.kb.connectivity import Connectivity, RelationChains, TypedRelations, chain_ask_query
 from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.kb.store import open_store
 
 NS = "http://rdf.freebase.com/ns/"
 TRIPLES = [
+    ("m.ada", "type.object.type", "people.person"),
     ("m.ada", "people.person.place_of_birth", "m.london"),
     ("m.london", "location.location.containedby", "m.uk"),
     ("m.film", "film.film.directed_by", "m.ada"),
@@ -36,5 +37,12 @@ def test_chains_and_edges_against_a_real_store(tmp_path):
             True,
             False,
         ]
+        typed = TypedRelations(store)
+        triples = [
+            ("people.person", "people.person.place_of_birth", "domain"),
+            ("people.person", "people.person.place_of_birth", "range"),
+            ("people.person", "film.film.directed_by", "range"),
+        ]
+        assert typed.holds(triples) == [True, False, True]
     finally:
         store.close()
