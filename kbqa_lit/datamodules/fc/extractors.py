@@ -26,6 +26,7 @@ the training questions and the item texts, markers included.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from kbqa_lit.backbones.encoders import MINILM, build_encoder_tokenizer
@@ -179,7 +180,7 @@ class ExtractorDataModule(RelationRetrievalDataModule):
         """The gold relations or classes of an example (by ``kind``)."""
         return super().gold_items(ex, path) if self.hparams.kind == "relation" else gold_classes(ex, path)
 
-    def negatives(self, ex: KBQAExample, positive: str, gold: Any) -> list[str]:
+    def negatives(self, ex: KBQAExample, positive: str, gold: Sequence[str]) -> list[str]:
         """Same-domain negatives of one group (deterministic given ``seed``)."""
         return same_domain_negatives(
             positive,

@@ -66,7 +66,12 @@ class IndexMentionLinker:
         for c in found:
             by_mention.setdefault(c.mention, []).append(ScoredEntity(c.id, c.score, c.label, c.degree))
         lowered = question.lower()
-        order = sorted(by_mention, key=lambda m: (lowered.find(m.lower()), -len(m)))
+
+        def position(mention: str) -> int:
+            at = lowered.find(mention.lower())
+            return at if at >= 0 else len(lowered)
+
+        order = sorted(by_mention, key=lambda m: (position(m), -len(m)))
         return [EntityMention(m, tuple(by_mention[m])) for m in order]
 
 
