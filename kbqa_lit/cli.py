@@ -32,6 +32,7 @@ TOOL_MODULES = (
     "retrieve_tool",
     "pipeline_tool",
     "compare_tool",
+    "keqing_tool",
 )
 
 

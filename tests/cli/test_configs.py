@@ -15,8 +15,8 @@ CLI_KEYS = {"seed_everything", "model", "data", "trainer", "optimizer", "lr_sche
 #: YAMLs that are not LightningCLI configs, each parsed by the test of the tool that reads it:
 #: W&B sweeps (tests/cli/test_sweeps.py), the TFS fallback pipelines (tests/pipelines/tfs/test_tfs_config.py,
 #: tests/tools/test_lora_tool.py), the TFS merge-then-continue chain (tests/tools/test_lora_tool.py),
-#: decomposition jobs (tests/pipelines/coq/decomposition/test_decompose_configs.py) and CoQ pipeline files
-#: (tests/runner/test_runner.py).
+#: decomposition jobs (tests/pipelines/coq/decomposition/test_decompose_configs.py), the Keqing run
+#: (tests/pipelines/keqing/test_config.py) and pipeline files (tests/runner/test_runner.py).
 OTHER_YAMLS = {
     "tfs/pipeline.yaml",
     "tfs/pipeline_llama2_webqsp.yaml",
@@ -25,8 +25,9 @@ OTHER_YAMLS = {
     "coq/decompose/openai.yaml",
     "coq/decompose/llama2_7b_local.yaml",
     "coq/decompose/synthetic_gold.yaml",
+    "keqing/run.yaml",
 }
-PIPELINE_PREFIX = "coq/pipeline_"
+PIPELINE_PREFIXES = ("coq/pipeline_", "keqing/pipeline_")
 
 
 def _is_cli_config(path: Path) -> bool:
@@ -40,7 +41,7 @@ LIGHTNING_YAMLS = [p for p in ALL_YAMLS if "sweeps" not in p.parts and _is_cli_c
 
 def test_every_yaml_is_checked_somewhere():
     rest = {p.relative_to(CONFIGS).as_posix() for p in ALL_YAMLS if "sweeps" not in p.parts and not _is_cli_config(p)}
-    rest = {r for r in rest if not r.startswith(PIPELINE_PREFIX)}
+    rest = {r for r in rest if not r.startswith(PIPELINE_PREFIXES)}
     assert rest <= OTHER_YAMLS, f"YAMLs no test parses: {sorted(rest - OTHER_YAMLS)}"
 
 

@@ -99,10 +99,22 @@ def test_run_skips_finished_steps_and_names_the_failing_one(tmp_path: Path, caps
 
 
 def test_shipped_pipeline_files_parse() -> None:
-    files = sorted(CONFIGS.glob("coq/pipeline_*.yaml"))
+    files = sorted([*CONFIGS.glob("coq/pipeline_*.yaml"), *CONFIGS.glob("keqing/pipeline_*.yaml")])
     for path in files:
         pipe = load_pipeline(path)
         cmds = pipe.commands(quick=True)
         assert cmds, path
         for cmd in cmds:
-            assert cmd.argv[0] in {"data", "kb", "decompose", "retrieve", "fit", "test", "predict", "validate", "eval"}
+            assert cmd.argv[0] in {
+                "data",
+                "kb",
+                "decompose",
+                "retrieve",
+                "fit",
+                "test",
+                "predict",
+                "validate",
+                "eval",
+                "keqing",
+                "lora",
+            }

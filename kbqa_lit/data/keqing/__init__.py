@@ -1,0 +1,1 @@
+"""Keqing's input texts: question templates, logical chains, decomposition targets and parsing."""

@@ -1,0 +1,1 @@
+"""Keqing's datamodules: the decomposer's instruction rows."""

@@ -1,0 +1,222 @@
+"""The YAML config of ``kbqa keqing run`` (Keqing inference), typed and parsed with jsonargparse.
+
+A config names the questions, the knowledge base, the template bank and the settings of the five
+stages (see ``configs/keqing/run.yaml``)::
+
+    data: {file: outputs/keqing_mq/world/test.jsonl}
+    kb: {store: outputs/keqing_mq/kb, semantics: simple-path}
+    templates: outputs/keqing_mq/templates.json
+    linking: {mode: dataset-given}
+    decomposer: {backend: {class_path: kbqa_lit.llm.hf_backend.HFCausalLMBackend, init_args: {model: ...}}}
+    matching: {encoder: all-MiniLM-L6-v2, top_k: 3}
+    retrieval: {max_paths: 2000, select: first-nonempty}
+    reasoner: {kind: all}
+    out: outputs/keqing_mq/test_predictions.jsonl
+
+Every field is typed: an unknown key, a wrong type or a missing required value is a
+:class:`~kbqa_lit.errors.UserInputError` naming the file and the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from jsonargparse import ArgumentParser
+
+from kbqa_lit.errors import KBQAError, UserInputError
+from kbqa_lit.llm.backends import DecompositionBackend
+
+
+@dataclass
+class DataConfig:
+    """Which questions to answer.
+
+    Attributes:
+        file: A JSON-lines file in the common schema (``kbqa data convert`` writes one).
+        limit: Answer only the first ``limit`` questions.
+    """
+
+    file: str
+    limit: Optional[int] = None  # noqa: UP045  (jsonargparse resolves typing forms)
+
+
+@dataclass
+class KBConfig:
+    """The knowledge base.
+
+    Attributes:
+        store: An Oxigraph store folder or an http(s) SPARQL endpoint.
+        build_from: Triple files to build an embedded store from when it is missing.
+        format: Format of ``build_from`` for ``kbqa kb build`` (``nt``, ``metaqa``, ``pathquestion``...).
+        semantics: The dataset's answer semantics along a whole question's path: ``simple-path``
+            (no node repeats: MetaQA) or ``plain`` (nothing excluded: PathQuestion).
+        timeout: Seconds a query may run.
+    """
+
+    store: str
+    build_from: list[str] = field(default_factory=list)
+    format: str = "nt"
+    semantics: Literal["simple-path", "plain"] = "simple-path"
+    timeout: float = 30.0
+
+
+@dataclass
+class LinkingConfig:
+    """Where the seed entities come from (see :mod:`kbqa_lit.data.linking`).
+
+    Attributes:
+        mode: ``predicted`` (the KB's surface-name index over the question), ``dataset-given``
+            (MetaQA's bracketed entity, PathQuestion's path head) or ``gold`` (an oracle: its
+            figures are reported under ``oracle/``).
+        top_k: Linked entities kept per question (``predicted``).
+        fuzzy_threshold: Least similarity of a fuzzy name match (``predicted``).
+    """
+
+    mode: Literal["predicted", "dataset-given", "gold"] = "predicted"
+    top_k: int = 3
+    fuzzy_threshold: float = 0.8
+
+
+@dataclass
+class DecomposerConfig:
+    """Stage 2: the LLM that writes the JSON decomposition.
+
+    Attributes:
+        backend: The LLM (``class_path``/``init_args``: a local Hugging Face model, e.g. the
+            merged decomposer ``kbqa lora merge`` writes, or an OpenAI-compatible server).
+        source: ``backend`` or ``gold`` (an oracle: the gold decomposition of the gold chain;
+            figures under ``oracle/``).
+        seed_form: How the question shows its entities to the model, as in training: ``slot``
+            (``[E0]``) or ``name``.
+        instruction: The prompt's instruction line (the one the decomposer was trained with).
+        target: What the sub-question texts are: ``subquestions`` (template wordings) or
+            ``chains`` (chain texts, the "generate logical chains directly" ablation).
+        batch_size: Questions per backend call.
+        cache: A sqlite file caching the backend's outputs (served LLMs), or ``None``.
+    """
+
+    backend: Optional[DecompositionBackend] = None  # noqa: UP045
+    source: Literal["backend", "gold"] = "backend"
+    seed_form: Literal["slot", "name"] = "slot"
+    instruction: Optional[str] = None  # noqa: UP045
+    target: Literal["subquestions", "chains"] = "subquestions"
+    batch_size: int = 64
+    cache: Optional[str] = None  # noqa: UP045
+
+
+@dataclass
+class MatchingConfig:
+    """Stage 3: sub-question → templates.
+
+    Attributes:
+        encoder: A sentence encoder (all-MiniLM-L6-v2 offline, or any Hugging Face encoder).
+        top_k: Templates kept per sub-question.
+        cache_dir: Where template embeddings are cached.
+    """
+
+    encoder: str = "all-MiniLM-L6-v2"
+    top_k: int = 3
+    cache_dir: Optional[str] = None  # noqa: UP045
+
+
+@dataclass
+class RetrievalConfig:
+    """Stage 4: executing the matched templates' chains.
+
+    Attributes:
+        max_paths: Most paths kept per sub-question (what is cut is counted).
+        select: ``first-nonempty`` (the best-ranked template whose chains reach something) or
+            ``union`` (every matched template's candidates, best template first).
+    """
+
+    max_paths: int = 2000
+    select: Literal["first-nonempty", "union"] = "first-nonempty"
+
+
+@dataclass
+class ReasonerConfig:
+    """Stage 5: choosing the answers among the candidates, and the response.
+
+    Attributes:
+        kind: ``all`` (no LLM: every candidate; the retrieval upper bound) or ``llm``.
+        backend: The reasoning LLM (``kind: llm``).
+        response_backend: An LLM that writes the response; ``None``: a deterministic summary.
+        max_triples: Most triples in a reasoning prompt.
+    """
+
+    kind: Literal["all", "llm"] = "all"
+    backend: Optional[DecompositionBackend] = None  # noqa: UP045
+    response_backend: Optional[DecompositionBackend] = None  # noqa: UP045
+    max_triples: int = 200
+
+
+@dataclass
+class KeqingConfig:
+    """A whole ``kbqa keqing run`` config."""
+
+    data: DataConfig
+    kb: KBConfig
+    templates: str
+    linking: LinkingConfig = field(default_factory=LinkingConfig)
+    decomposer: DecomposerConfig = field(default_factory=DecomposerConfig)
+    matching: MatchingConfig = field(default_factory=MatchingConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    reasoner: ReasonerConfig = field(default_factory=ReasonerConfig)
+    out: str = "outputs/keqing/predictions.jsonl"
+
+
+def _parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="kbqa keqing run", exit_on_error=False, default_env=False)
+    parser.add_class_arguments(KeqingConfig, "keqing")
+    return parser
+
+
+def _set(raw: dict[str, Any], dotted: str, value: Any) -> None:
+    node = raw
+    *parents, last = dotted.split(".")
+    for key in parents:
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            raise UserInputError(f"--set {dotted}: {key} is not a mapping in the config")
+        node = child
+    node[last] = value
+
+
+def load_keqing_config(path: str | Path, overrides: dict[str, Any] | None = None) -> KeqingConfig:
+    """Parse and type-check a Keqing config; ``overrides`` (dotted keys) win over the file.
+
+    Raises:
+        UserInputError: A missing file, or a config that does not parse, naming the file and why.
+    """
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise UserInputError(f"no such config: {path}")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise UserInputError(f"bad Keqing config {path}: {exc}") from None
+    if not isinstance(raw, dict):
+        raise UserInputError(f"bad Keqing config {path}: expected a mapping at the top")
+    for key, value in (overrides or {}).items():
+        _set(raw, key, value)
+    parser = _parser()
+    try:
+        built = parser.instantiate(parser.parse_object({"keqing": raw})).keqing
+    except KBQAError:
+        raise
+    except (Exception, SystemExit) as exc:  # jsonargparse raises ArgumentError (or exits) on a bad value
+        raise UserInputError(f"bad Keqing config {path}: {exc}") from None
+    if built.decomposer.source == "backend" and built.decomposer.backend is None:
+        raise UserInputError(
+            f"bad Keqing config {path}: decomposer.backend is required unless decomposer.source is gold"
+        )
+    if built.reasoner.kind == "llm" and built.reasoner.backend is None:
+        raise UserInputError(f"bad Keqing config {path}: reasoner.kind llm needs reasoner.backend")
+    return built
+
+
+__all__ = ["KeqingConfig", "load_keqing_config"]

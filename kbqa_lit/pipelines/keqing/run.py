@@ -1,0 +1,220 @@
+"""``kbqa keqing run``: Keqing end to end over a question file, per-question records and figures.
+
+Per batch of questions: link (by ``linking.mode``), decompose (the LLM backend, or the gold
+decomposition as a labelled oracle), match every sub-question to the top-K templates, execute the
+matched templates' chains from the seeds (:class:`~kbqa_lit.pipelines.keqing.execution.DecompositionExecutor`),
+reason over the last sub-question's candidates and write the response. Only the inference view
+of an example (:func:`~kbqa_lit.data.linking.inference_view`) reaches these stages; the gold
+fields are read afterwards, for scoring (:mod:`~kbqa_lit.pipelines.keqing.scoring`).
+
+Each output line holds ``qid``, ``answers`` (ids, best first: ``kbqa eval`` reads the file), the
+answer names, the decomposition (raw output and parse error), the execution log (one record per
+sub-question), the response, the question's scores and its failure kind.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kbqa_lit.data.keqing.decomposition import (
+    INSTRUCTION,
+    Decomposition,
+    decomposition_prompt,
+    parse_decomposition,
+    slot_question,
+)
+from kbqa_lit.data.keqing.targets import gold_subquestions
+from kbqa_lit.data.keqing.templates import TemplateBank, example_chain
+from kbqa_lit.data.linking import IndexLinker, inference_view
+from kbqa_lit.data.schema import KBQAExample, read_jsonl
+from kbqa_lit.errors import UserInputError
+from kbqa_lit.kb.entity_index import EntityIndex
+from kbqa_lit.kb.store import open_store
+from kbqa_lit.pipelines.keqing.config import KeqingConfig
+from kbqa_lit.pipelines.keqing.execution import DecompositionExecutor, StepLog
+from kbqa_lit.pipelines.keqing.matching import TemplateMatcher
+from kbqa_lit.pipelines.keqing.reasoning import AllCandidatesReasoner, LLMReasoner, Reasoner
+from kbqa_lit.pipelines.keqing.response import LLMResponder, ResponseStep, render_response
+from kbqa_lit.pipelines.keqing.retrieval import ChainExecutor
+from kbqa_lit.pipelines.keqing.scoring import KeqingScorer
+
+log = logging.getLogger(__name__)
+
+
+def _mentions(view: KBQAExample) -> tuple[list[list[str]], list[str]]:
+    """Linked entities grouped by label (one slot per distinct label, in question order)."""
+    by_label: dict[str, list[str]] = {}
+    for eid, label in view.topic_entities.items():
+        by_label.setdefault(label or eid, []).append(eid)
+    q = view.question.lower()
+    labels = sorted(by_label, key=lambda lb: (q.find(lb.lower()) if lb.lower() in q else len(q), lb))
+    return [by_label[lb] for lb in labels], labels
+
+
+class KeqingRun:
+    """One configured Keqing pipeline (stores and models are opened once).
+
+    Args:
+        config: The parsed config.
+    """
+
+    def __init__(self, config: KeqingConfig) -> None:
+        self.config = config
+        self.bank = TemplateBank.load(config.templates)
+        self.store = self._open_store()
+        self.index: EntityIndex | None = None
+        if config.linking.mode == "predicted" or config.decomposer.seed_form == "name":
+            self.index = EntityIndex.for_store(self.store)
+        self.linker = (
+            IndexLinker(self.index, config.linking.top_k, config.linking.fuzzy_threshold)
+            if config.linking.mode == "predicted"
+            else None
+        )
+        self.matcher = TemplateMatcher(self.bank.templates, config.matching.encoder, config.matching.cache_dir)
+        executor = ChainExecutor(self.store, config.kb.semantics, config.retrieval.max_paths)
+        lookup = (lambda name: [eid for eid, _, _ in self.index.lookup(name)]) if self.index is not None else None
+        self.executor = DecompositionExecutor(self.bank, executor, config.retrieval.select, lookup)
+        rc = config.reasoner
+        self.reasoner: Reasoner = (
+            LLMReasoner(rc.backend, rc.max_triples) if rc.kind == "llm" else AllCandidatesReasoner()
+        )
+        self.responder = LLMResponder(rc.response_backend) if rc.response_backend is not None else None
+        self.scorer = KeqingScorer(
+            self.bank, executor, self.oracle_inputs(), config.decomposer.target, config.decomposer.seed_form
+        )
+
+    def oracle_inputs(self) -> list[str]:
+        """The oracle inputs of this run (gold linking, gold decompositions), for labelling."""
+        out = ["linking"] if self.config.linking.mode == "gold" else []
+        return out + (["decomposition"] if self.config.decomposer.source == "gold" else [])
+
+    def _open_store(self) -> Any:
+        kb = self.config.kb
+        path = Path(kb.store)
+        if kb.build_from and not path.exists():
+            from kbqa_lit.kb.loaders import build_store
+
+            build_store(path, kb.build_from, kb.format)
+        return open_store(kb.store, timeout=kb.timeout)
+
+    def label(self, eid: str) -> str | None:
+        """An entity's name (the KB's name index when one is loaded)."""
+        return self.index.label(eid) if self.index is not None else None
+
+    # ------------------------------------------------------------------ stages
+
+    def decompose(self, views: Sequence[KBQAExample], golds: Sequence[KBQAExample]) -> list[Decomposition]:
+        """Decompositions of a batch (the backend's, or the gold ones for the oracle source)."""
+        dc = self.config.decomposer
+        if dc.source == "gold":
+            out = []
+            for ex in golds:
+                found = example_chain(ex)
+                if found is None:
+                    out.append(Decomposition([], "", "gold: not a JOIN chain"))
+                    continue
+                seed = "[E0]" if dc.seed_form == "slot" else ex.topic_entities.get(found[0], found[0])
+                out.append(Decomposition(gold_subquestions(found[1], self.bank, seed, dc.target), "gold"))
+            return out
+        prompts = []
+        for view in views:
+            _, labels = _mentions(view)
+            question = slot_question(view.question, labels) if dc.seed_form == "slot" else view.question
+            prompts.append(decomposition_prompt(question, dc.instruction or INSTRUCTION))
+        assert dc.backend is not None
+        texts = dc.backend.generate(prompts)
+        return [parse_decomposition(t) for t in texts]
+
+    def answer(self, golds: Sequence[KBQAExample]) -> list[dict[str, Any]]:
+        """Answer a batch; one JSON-ready record per question (gold read only for scoring)."""
+        views = [inference_view(ex, self.config.linking.mode, self.linker) for ex in golds]
+        decomps = self.decompose(views, golds)
+        texts = [s.text for d in decomps if d.ok for s in d.subquestions]
+        flat = iter(self.matcher.top_k(texts, self.config.matching.top_k) if texts else [])
+        steps: list[list[StepLog]] = []
+        for view, d in zip(views, decomps, strict=True):
+            if not d.ok:
+                steps.append([])
+                continue
+            matches = [next(flat) for _ in d.subquestions]
+            slots, _ = _mentions(view)
+            steps.append(self.executor.run(d, matches, slots, view.topic_entities))
+        finals = [s[-1] if s else None for s in steps]
+        results = self.reasoner.reason_many(
+            [v.question for v in views],
+            [f.answers if f else [] for f in finals],
+            [f.triples if f else [] for f in finals],
+            self.label,
+        )
+        logs = [
+            [ResponseStep(x.subquestion.text, tuple(x.chains), tuple(x.answers), tuple(x.seeds)) for x in s]
+            for s in steps
+        ]
+        if self.responder is not None:
+            responses = self.responder.respond_many([v.question for v in views], logs, self.label)
+        else:
+            responses = [render_response(v.question, lg, self.label) for v, lg in zip(views, logs, strict=True)]
+        records = []
+        for ex, d, s, r, response in zip(golds, decomps, steps, results, responses, strict=True):
+            record = {
+                "qid": ex.qid,
+                "question": ex.question,
+                "answers": r.answers,
+                "answer_names": [self.label(a) or a for a in r.answers[:20]],
+                "decomposition": {
+                    "raw": d.raw,
+                    "error": d.error,
+                    "subquestions": [x.to_json() for x in d.subquestions],
+                },
+                "steps": [x.to_json() for x in s],
+                "reasoning": {"raw": r.raw, "error": r.error},
+                "response": response,
+            }
+            record.update(self.scorer.score(ex, d, s, r.answers))
+            records.append(record)
+        return records
+
+
+def _examples(config: KeqingConfig) -> list[KBQAExample]:
+    path = Path(config.data.file)
+    if not path.is_file():
+        raise UserInputError(f"no such question file: {path}")
+    examples = list(read_jsonl(path))
+    return examples[: config.data.limit] if config.data.limit is not None else examples
+
+
+def run_keqing(config: KeqingConfig, out: str | None = None) -> dict[str, Any]:
+    """Answer every question of the config's file; write the records atomically; return the figures."""
+    start = time.perf_counter()
+    pipeline = KeqingRun(config)
+    examples = _examples(config)
+    target = Path(out or config.out)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    batch = max(1, config.decomposer.batch_size)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        for i in range(0, len(examples), batch):
+            for record in pipeline.answer(examples[i : i + batch]):
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            log.info("answered %d/%d", min(i + batch, len(examples)), len(examples))
+    os.replace(tmp, target)
+    summary = pipeline.scorer.summary()
+    summary.update(
+        {
+            "questions": len(examples),
+            "out": str(target),
+            "seconds": round(time.perf_counter() - start, 1),
+            "oracle_inputs": pipeline.oracle_inputs(),
+        }
+    )
+    return summary
+
+
+__all__ = ["KeqingRun", "run_keqing"]

@@ -1,0 +1,88 @@
+"""``kbqa keqing``: Keqing's template bank and its end-to-end run.
+
+- ``kbqa keqing templates --input train.jsonl --out templates.json``: mine question templates and
+  their logical chains from training examples (see :mod:`kbqa_lit.data.keqing.templates`).
+- ``kbqa keqing run --config configs/keqing/run.yaml [--set key=value ...] [--limit N]
+  [--out F]``: answer a question file (decompose, match templates, execute chains, reason,
+  respond), write one JSON line per question and print the figures per hop and stage.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import yaml
+
+from kbqa_lit.errors import UserInputError
+from kbqa_lit.tools.common import print_json
+
+
+def _overrides(pairs: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UserInputError(f"--set expects key=value (dotted keys), got {pair!r}")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def cmd_templates(args: argparse.Namespace) -> int:
+    """``kbqa keqing templates``."""
+    from pathlib import Path
+
+    from kbqa_lit.data.keqing.templates import mine_templates
+    from kbqa_lit.data.schema import read_jsonl
+
+    if not Path(args.input).is_file():
+        raise UserInputError(f"no such example file: {args.input}")
+    bank = mine_templates(read_jsonl(args.input))
+    bank.save(args.out)
+    print_json(
+        {
+            "out": args.out,
+            "templates": len(bank.templates),
+            "chain_templates": len(bank.chains),
+            "chains": sum(len(c) for c in bank.chains.values()),
+            "steps": len(bank.steps),
+            "skipped": bank.skipped,
+        }
+    )
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``kbqa keqing run``."""
+    from kbqa_lit.pipelines.keqing.config import load_keqing_config
+    from kbqa_lit.pipelines.keqing.run import run_keqing
+
+    overrides = _overrides(args.set or [])
+    if args.limit is not None:
+        overrides["data.limit"] = args.limit
+    config = load_keqing_config(args.config, overrides)
+    print_json(run_keqing(config, out=args.out))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``kbqa keqing templates`` and ``kbqa keqing run`` to the ``kbqa`` parser."""
+    keqing = subparsers.add_parser(
+        "keqing",
+        help="Keqing: mine question templates, answer questions end to end",
+        description="Keqing: template mining and the decompose -> match -> retrieve -> reason -> respond run.",
+    )
+    sub = keqing.add_subparsers(dest="keqing_command", metavar="SUBCOMMAND")
+    keqing.set_defaults(func=lambda _args: (keqing.print_help(), 2)[1])
+
+    templates = sub.add_parser("templates", help="mine templates and their chains from training examples")
+    templates.add_argument("--input", required=True, help="training examples (JSON lines, common schema)")
+    templates.add_argument("--out", required=True, help="the template bank (JSON)")
+    templates.set_defaults(func=cmd_templates)
+
+    run = sub.add_parser("run", help="answer a question file end to end; prints the figures")
+    run.add_argument("--config", required=True, help="run YAML (see configs/keqing/run.yaml)")
+    run.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value (dotted key)")
+    run.add_argument("--limit", type=int, default=None, help="answer only the first N questions")
+    run.add_argument("--out", default=None, help="per-question JSON lines (default: config 'out')")
+    run.set_defaults(func=cmd_run)
