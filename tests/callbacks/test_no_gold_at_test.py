@@ -19,6 +19,7 @@ from kbqa_lit.data.schema import KBQAExample, write_jsonl
 from kbqa_lit.datamodules.coq.generation import GenerationDataModule
 from kbqa_lit.lightning_cli import ORACLE_RUN_SUFFIX, mark_oracle_run
 from kbqa_lit.modules.coq.multitask_generator import MultitaskGenerator
+from tests.helpers.no_gold import strip_gold
 from tests.helpers.tiny import ONE_LAYER_T5
 from tests.helpers.toy import born_in, born_in_kb
 
@@ -33,21 +34,6 @@ def _named_ids(examples: list[KBQAExample]) -> list[KBQAExample]:
     return out
 
 
-def _strip(ex: KBQAExample, answers: bool = True) -> KBQAExample:
-    """``ex`` without its gold inputs: topic entities, gold-form labels, decomposition, S-expression, SPARQL
-    (and the gold answers unless ``answers``: those are what a prediction is scored against)."""
-    meta = {k: v for k, v in ex.meta.items() if k != "entity_labels"}
-    return dataclasses.replace(
-        ex,
-        topic_entities={},
-        meta=meta,
-        decomposition=None,
-        s_expression=None,
-        sparql=None,
-        answers=ex.answers if answers else [],
-    )
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("nogold")
@@ -59,8 +45,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     dirs = {}
     variants = {
         "gold": test,
-        "stripped": [_strip(ex) for ex in test],
-        "bare": [_strip(ex, answers=False) for ex in test],
+        "stripped": [strip_gold(ex, keep_answers=True) for ex in test],  # gold answers kept for scoring
+        "bare": [strip_gold(ex) for ex in test],
     }
     for name, rows in variants.items():
         d = root / name
