@@ -4,7 +4,8 @@
 ``{ <e> <r> ?x } UNION { ?x <r> <e> }`` with full IRIs — for many pairs in one ``VALUES`` query,
 cached per pair (CoQ's KB-connected patterns and FC-KBQA's relation-aware entity pruning and
 relation–entity pairs use it). :class:`RelationChains` answers "does some path
-``?x <r1> ?y . ?y <r2> ?z`` exist" (FC-KBQA's relation–relation pairs): one ``ASK`` per pair
+``?x <r1> ?y . ?y <r2> ?z`` exist" (FC-KBQA's relation–relation pairs; a hop written ``(R r)``
+goes backwards): one ``ASK`` per pair
 (it stops at the first match, which matters on a large KB), sent together through
 :func:`~kbqa_lit.kb.execute.execute_many` (one round trip per batch on the Oxigraph and endpoint
 stores) and cached per pair. :class:`TypedRelations` answers "is some instance of class ``c`` the
@@ -72,13 +73,27 @@ class Connectivity:
         return [self.cache[p] for p in pairs]
 
 
+def _hop(relation: str, start: str, end: str) -> str:
+    """The triple pattern of one hop from ``start`` to ``end``: ``r`` forward, ``(R r)`` backward."""
+    if relation.startswith("(R ") and relation.endswith(")"):
+        return f"{end} <{iri(relation[3:-1].strip())}> {start}"
+    return f"{start} <{iri(relation)}> {end}"
+
+
 def chain_ask_query(first: str, second: str) -> str:
-    """The ASK of a two-hop chain: ``?x <first> ?y . ?y <second> ?z`` with full IRIs."""
-    return f"ASK {{ ?x <{iri(first)}> ?y . ?y <{iri(second)}> ?z }}"
+    """The ASK of a two-hop chain ``?x first ?y . ?y second ?z``, ``?z`` not ``?x`` (a hop may be ``(R r)``).
+
+    ``(R r)`` is ``r`` backwards. The chain must reach a node other than its start: ``r`` then
+    ``(R r)`` would otherwise hold for every ``r`` (back along the same edge).
+    """
+    return f"ASK {{ {_hop(first, '?x', '?y')} . {_hop(second, '?y', '?z')} FILTER(?x != ?z) }}"
 
 
 class RelationChains:
     """Which ordered relation pairs ``(r1, r2)`` chain in the KB (``?x r1 ?y . ?y r2 ?z``); cached.
+
+    A relation written ``(R r)`` is a hop along ``r`` backwards (``((R r1), r2)``: ``r1`` and ``r2``
+    share a subject, as the two relations of a mediator node do).
 
     Args:
         store: Anything with ``execute`` (and ideally ``execute_many``): an Oxigraph or endpoint store.

@@ -29,7 +29,14 @@ def test_chains_and_edges_against_a_real_store(tmp_path):
             ("film.film.directed_by", "location.location.containedby"),
         ]
         assert chains.chained(pairs) == [True, False, True, False]
-        assert chains.cache[pairs[0]] and len(chains.cache) == 4
+        backwards = [
+            ("(R film.film.directed_by)", "people.person.place_of_birth"),
+            ("(R people.person.place_of_birth)", "film.film.directed_by"),
+        ]
+        assert chains.chained(backwards) == [False, False]  # film -> ada is forward; a city directs no film
+        # only Ada was born in London: back along the same edge is no chain
+        assert chains.chained([("people.person.place_of_birth", "(R people.person.place_of_birth)")]) == [False]
+        assert chains.cache[pairs[0]] and len(chains.cache) == 7
         assert chains.chained(pairs[:1]) == [True]  # from the cache
         assert store.execute(chain_ask_query(*pairs[0])).answers == ["true"]
         conn = Connectivity(store)

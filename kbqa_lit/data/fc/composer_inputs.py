@@ -6,7 +6,7 @@
 
 Segments are joined by ``"; "`` in this order: the question, the class–relation pairs (a range
 pair names the reverse relation, ``[CL]c [REL](R r)``), the relation–relation pairs (``r1``'s
-objects are ``r2``'s subjects), the relation–entity pairs, the linked entities that are in no
+objects are ``r2``'s subjects; a hop may be ``(R r)``), the relation–entity pairs, the linked entities that are in no
 relation–entity pair (``[ENT]e``), the skeletons. Each pair list comes best first (ordered by the
 sum of its parts' scores, :mod:`kbqa_lit.pipelines.fc.pairs`). An entity is written as
 ``entity_text[id]`` when given (e.g. its label), else its id.

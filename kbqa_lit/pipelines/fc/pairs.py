@@ -9,7 +9,15 @@ scores (ties keep the input order):
 - **relation–relation** ``P_r-r``: ``(r1, r2)`` when ``r1``'s range is ``r2``'s domain by the
   ontology, confirmed by executing the two-hop connection ``?x r1 ?y . ?y r2 ?z`` on the KB
   (:class:`~kbqa_lit.kb.connectivity.RelationChains`: batched ASKs, cached across questions);
-  ``r1 = r2`` is allowed (``containedby`` of ``containedby``);
+  ``r1 = r2`` is allowed (``containedby`` of ``containedby``). With ``reverse_hops`` (default) a hop
+  may go backwards, written ``(R r)`` (its domain is ``r``'s range): ``((R r1), r2)`` joins two
+  relations on their subjects — the two relations of a mediator (CVT) node, as in
+  ``(JOIN (R film.performance.film) (JOIN film.performance.actor e))`` — and ``(r1, (R r2))`` on
+  their objects (``(film.performance.film, (R film.performance.film))``: the other performances of
+  a film, the co-star path); both hops backwards is the forward pair read the other way and is
+  left out. The chain must reach a node other than its start (``?x != ?z``). Measured on the small
+  synthetic world (all 434 gold two-hop chains of its splits, every relation as a candidate): the
+  ``kb`` pairs hold 100 % of them with reverse hops, 47 % without; ``hierarchy`` 74 % / 23 %;
 - **relation–entity** ``P_r-e``: the pruning step's edges
   (:attr:`~kbqa_lit.pipelines.fc.pruning.LinkedEntity.relations`), built only when some skeleton
   candidate has an ``<entity>`` slot (or no skeletons are given); the entity's part of the score
@@ -63,6 +71,15 @@ class PairSet:
         return [*self.class_relation, *self.relation_relation, *self.relation_entity]
 
 
+def _base(hop: str) -> str:
+    return hop[3:-1] if hop.startswith("(R ") else hop
+
+
+def _kept(h1: str, h2: str) -> bool:
+    """Whether a hop pair is a candidate: not both hops backwards (that is a forward pair read back)."""
+    return not (h1.startswith("(R ") and h2.startswith("(R "))
+
+
 def _ranked(pairs: list[Pair]) -> list[Pair]:
     return sorted(pairs, key=lambda p: -p.score)  # stable: ties keep the input order
 
@@ -75,16 +92,25 @@ class PairBuilder:
         store: The KB that confirms relation–relation pairs (and decides under ``kb``); ``None``:
             the ontology alone.
         type_match: ``exact``, ``hierarchy`` or ``kb``.
+        reverse_hops: Relation–relation pairs may take a hop backwards (``(R r)``).
         batch_size: ASK queries per batch.
     """
 
-    def __init__(self, ontology: Ontology, store: Any = None, type_match: str = "hierarchy", batch_size: int = 100):
+    def __init__(
+        self,
+        ontology: Ontology,
+        store: Any = None,
+        type_match: str = "hierarchy",
+        reverse_hops: bool = True,
+        batch_size: int = 100,
+    ) -> None:
         if type_match not in TYPE_MATCHES:
             raise UserInputError(f"type_match must be one of {', '.join(TYPE_MATCHES)}, got {type_match!r}")
         if type_match == "kb" and store is None:
             raise UserInputError("type_match 'kb' needs a store")
         self.ontology = ontology
         self.type_match = type_match
+        self.reverse_hops = reverse_hops
         self.chains = RelationChains(store, batch_size) if store is not None else None
         self.typed = TypedRelations(store, batch_size) if store is not None else None
 
@@ -116,12 +142,24 @@ class PairBuilder:
         ]
         return _ranked(pairs)
 
+    def _ends(self, hop: str) -> tuple[str | None, str | None]:
+        """(start class, end class) of a hop ``r`` or ``(R r)``."""
+        if hop.startswith("(R "):
+            return self.ontology.range(_base(hop)), self.ontology.domain(_base(hop))
+        return self.ontology.domain(hop), self.ontology.range(hop)
+
     def relation_relation(self, relations: Sequence[tuple[str, float]]) -> list[Pair]:
         """``P_r-r``, best first: ontology-compatible (unless ``kb``), then confirmed on the KB."""
-        cands = [(r1, s1, r2, s2) for r1, s1 in relations for r2, s2 in relations]
-        if self.type_match != "kb":
-            onto = self.ontology
-            cands = [c for c in cands if self.same_type(onto.range(c[0]), onto.domain(c[2]))]
+        hops = list(relations)
+        if self.reverse_hops:
+            hops += [(f"(R {r})", s) for r, s in relations]
+        cands = [(h1, s1, h2, s2) for h1, s1 in hops for h2, s2 in hops if _kept(h1, h2)]
+        joint = [(self._ends(h1)[1], self._ends(h2)[0]) for h1, _, h2, _ in cands]
+        literal = [any(c and c.startswith(LITERAL_TYPE_PREFIX) for c in j) for j in joint]
+        if self.type_match == "kb":
+            cands = [c for c, lit in zip(cands, literal, strict=True) if not lit]
+        else:
+            cands = [c for c, (a, b) in zip(cands, joint, strict=True) if self.same_type(a, b)]
         if self.chains is not None:
             ok = self.chains.chained([(r1, r2) for r1, _, r2, _ in cands])
             cands = [c for c, good in zip(cands, ok, strict=True) if good]

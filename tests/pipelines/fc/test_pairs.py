@@ -34,10 +34,12 @@ FACTS = [
     ("m.bob", SPOUSE, "m.ada"),
     ("m.ada", NAT, "m.uk"),
     ("m.film", DIRECTED, "m.ada"),
+    ("m.carl", POB, "m.london"),
 ]
 TYPES = {
     "m.ada": ["people.person", "film.director"],
     "m.bob": ["people.person"],
+    "m.carl": ["people.person"],
     "m.london": ["location.city", "location.location"],
     "m.uk": ["location.country", "location.location"],
     "m.film": ["film.film"],
@@ -63,22 +65,36 @@ def _rr(builder):
 
 
 def test_relation_relation_pairs_are_typed_by_the_ontology_and_confirmed_on_the_kb(store):
+    def forward(**kw):
+        return _rr(PairBuilder(ONTO, reverse_hops=False, **kw))
+
     # ontology alone: containedby∘containedby and nationality∘containedby type-match
-    assert (CONT, CONT, 4.0) in _rr(PairBuilder(ONTO)) and (NAT, CONT, 3.0) in _rr(PairBuilder(ONTO))
+    assert (CONT, CONT, 4.0) in forward() and (NAT, CONT, 3.0) in forward()
     # the KB confirms only what executes, best (score sum) first
-    hierarchy = PairBuilder(ONTO, store)
-    assert _rr(hierarchy) == [(POB, CONT, 5.0), (SPOUSE, POB, 4.5), (SPOUSE, NAT, 2.5)]
-    assert (POB, CONT) in hierarchy.chains.cache  # cached for the next question
+    assert forward(store=store) == [(POB, CONT, 5.0), (SPOUSE, POB, 4.5), (SPOUSE, NAT, 2.5)]
     # exact: a city is not location.location
-    assert _rr(PairBuilder(ONTO, store, type_match="exact")) == [(SPOUSE, POB, 4.5), (SPOUSE, NAT, 2.5)]
+    assert forward(store=store, type_match="exact") == [(SPOUSE, POB, 4.5), (SPOUSE, NAT, 2.5)]
     # kb: a director is a person by the KB's types, not by the ontology
-    assert _rr(PairBuilder(ONTO, store, type_match="kb")) == [
+    assert forward(store=store, type_match="kb") == [
         (POB, CONT, 5.0),
         (SPOUSE, POB, 4.5),
         (DIRECTED, POB, 3.5),
         (SPOUSE, NAT, 2.5),
         (DIRECTED, NAT, 1.5),
     ]
+    # reverse hops (default): relations sharing a subject or an object join too
+    builder = PairBuilder(ONTO, store)
+    both = _rr(builder)
+    assert [x[2] for x in both] == sorted((x[2] for x in both), reverse=True)
+    assert set(forward(store=store)) < set(both)
+    assert {
+        (f"(R {POB})", NAT, 4.0),  # the nationality of the people born in a city (shared subject)
+        (CONT, f"(R {NAT})", 3.0),  # the people of the country containing a place (shared object)
+        (POB, f"(R {POB})", 6.0),  # the people born in the same city
+    } < set(both)
+    assert (SPOUSE, f"(R {SPOUSE})", 3.0) not in both  # nobody shares a spouse: back along one edge is no chain
+    assert (POB, CONT) in builder.chains.cache  # cached for the next question
+    assert not any(a.startswith("(R") and b.startswith("(R") for a, b, _ in _rr(PairBuilder(ONTO)))
     with pytest.raises(UserInputError):
         PairBuilder(ONTO, None, type_match="kb")
 
