@@ -29,9 +29,10 @@ paper); ``hierarchy`` (default) — equal, or one is a superclass of the other i
 consulted: relation–relation pairs are every ordered pair the KB chains, class–relation pairs
 are those with a typed instance on that side in the KB
 (:class:`~kbqa_lit.kb.connectivity.TypedRelations`); for KBs whose ontology lacks the class
-hierarchy, such as the synthetic world (its cities are ``location.location`` only by type
-triples). Literal ranges (``type.int``...) never chain. Without a store the ontology alone
-decides (``kb`` then needs one).
+hierarchy, such as the synthetic world (its cities are ``location.location`` and its actors
+``people.person`` only by type triples: ``kb`` holds all 42 gold class–relation pairs of its
+splits, ``exact`` and ``hierarchy`` none). Literal ranges (``type.int``...) never chain. Without
+a store the ontology alone decides (``kb`` then needs one).
 """
 
 from __future__ import annotations
