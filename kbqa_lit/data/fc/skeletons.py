@@ -32,6 +32,7 @@ import re
 from collections.abc import Sequence
 from typing import Union
 
+from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError
 from kbqa_lit.kb.sexpr import COMPARATORS, SKELETON_TOKENS, skeleton
 
@@ -55,6 +56,20 @@ def mask_mentions(question: str, mentions: Sequence[str]) -> str:
         out += [question[last:a], ENTITY_MASK.format(k)]
         last = b
     return "".join([*out, question[last:]])
+
+
+def parser_example(ex: KBQAExample) -> tuple[str, str] | None:
+    """The skeleton parser's training pair of an example: (masked question, skeleton of its gold S-expression).
+
+    The mentions are the example's topic-entity labels (training may read the gold entities;
+    inference masks the linker's mentions). ``None`` without a gold S-expression.
+
+    Raises:
+        SExprError: When the gold S-expression is malformed.
+    """
+    if not ex.s_expression:
+        return None
+    return mask_mentions(ex.question, [str(v) for v in ex.topic_entities.values()]), lf_skeleton(ex.s_expression)
 
 
 def lf_skeleton(s_expression: str) -> str:
@@ -183,6 +198,7 @@ __all__ = [
     "lf_skeleton",
     "mask_mentions",
     "parse_skeleton",
+    "parser_example",
     "render_skeleton",
     "top2_skeletons",
 ]

@@ -9,10 +9,12 @@ from kbqa_lit.data.fc.skeletons import (
     lf_skeleton,
     mask_mentions,
     parse_skeleton,
+    parser_example,
     render_skeleton,
     top2_skeletons,
 )
 from kbqa_lit.errors import SExprError
+from tests.helpers.toy import born_in
 
 
 def test_mentions_are_masked_in_order_of_appearance():
@@ -76,3 +78,10 @@ def test_top2_uses_the_rule_else_the_second_beam():
     assert top2_skeletons([three, three, "(COUNT <class>)"]) == [three, "(COUNT <class>)"]
     assert top2_skeletons(["(JOIN <rel>", "(COUNT <class>)"]) == ["(JOIN <rel>", "(COUNT <class>)"]
     assert top2_skeletons([three]) == [three] and top2_skeletons([]) == []
+
+
+def test_parser_training_pairs_mask_the_topic_entities():
+    (ex,) = born_in(1)
+    assert parser_example(ex) == ("Where was <entity0> born?", "(JOIN (R <rel>) <entity>)")
+    ex.s_expression = None
+    assert parser_example(ex) is None
