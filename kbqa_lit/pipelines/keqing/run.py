@@ -86,6 +86,8 @@ class KeqingRun:
             LLMReasoner(rc.backend, rc.max_triples) if rc.kind == "llm" else AllCandidatesReasoner()
         )
         self.responder = LLMResponder(rc.response_backend) if rc.response_backend is not None else None
+        #: Seconds spent per stage so far (linking, decomposition, matching, retrieval, reasoning, response, scoring).
+        self.seconds: dict[str, float] = {}
         self.scorer = KeqingScorer(
             self.bank, executor, self.oracle_inputs(), config.decomposer.target, config.decomposer.seed_form
         )
@@ -132,12 +134,21 @@ class KeqingRun:
         texts = dc.backend.generate(prompts)
         return [parse_decomposition(t) for t in texts]
 
+    def _tick(self, stage: str, since: float) -> float:
+        now = time.perf_counter()
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + now - since
+        return now
+
     def answer(self, golds: Sequence[KBQAExample]) -> list[dict[str, Any]]:
         """Answer a batch; one JSON-ready record per question (gold read only for scoring)."""
+        t = time.perf_counter()
         views = [inference_view(ex, self.config.linking.mode, self.linker) for ex in golds]
+        t = self._tick("linking", t)
         decomps = self.decompose(views, golds)
+        t = self._tick("decomposition", t)
         texts = [s.text for d in decomps if d.ok for s in d.subquestions]
         flat = iter(self.matcher.top_k(texts, self.config.matching.top_k) if texts else [])
+        t = self._tick("matching", t)
         steps: list[list[StepLog]] = []
         for view, d in zip(views, decomps, strict=True):
             if not d.ok:
@@ -146,6 +157,7 @@ class KeqingRun:
             matches = [next(flat) for _ in d.subquestions]
             slots, _ = _mentions(view)
             steps.append(self.executor.run(d, matches, slots, view.topic_entities))
+        t = self._tick("retrieval", t)
         finals = [s[-1] if s else None for s in steps]
         results = self.reasoner.reason_many(
             [v.question for v in views],
@@ -153,6 +165,7 @@ class KeqingRun:
             [f.triples if f else [] for f in finals],
             self.label,
         )
+        t = self._tick("reasoning", t)
         logs = [
             [ResponseStep(x.subquestion.text, tuple(x.chains), tuple(x.answers), tuple(x.seeds)) for x in s]
             for s in steps
@@ -161,6 +174,7 @@ class KeqingRun:
             responses = self.responder.respond_many([v.question for v in views], logs, self.label)
         else:
             responses = [render_response(v.question, lg, self.label) for v, lg in zip(views, logs, strict=True)]
+        t = self._tick("response", t)
         records = []
         for ex, d, s, r, response in zip(golds, decomps, steps, results, responses, strict=True):
             record = {
@@ -179,6 +193,7 @@ class KeqingRun:
             }
             record.update(self.scorer.score(ex, d, s, r.answers))
             records.append(record)
+        self._tick("scoring", t)
         return records
 
 
@@ -206,11 +221,14 @@ def run_keqing(config: KeqingConfig, out: str | None = None) -> dict[str, Any]:
             log.info("answered %d/%d", min(i + batch, len(examples)), len(examples))
     os.replace(tmp, target)
     summary = pipeline.scorer.summary()
+    seconds = time.perf_counter() - start
     summary.update(
         {
             "questions": len(examples),
             "out": str(target),
-            "seconds": round(time.perf_counter() - start, 1),
+            "seconds": round(seconds, 1),
+            "questions_per_s": round(len(examples) / seconds, 2) if seconds else None,
+            "stage_seconds": {k: round(v, 2) for k, v in pipeline.seconds.items()},
             "oracle_inputs": pipeline.oracle_inputs(),
         }
     )
