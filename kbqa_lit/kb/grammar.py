@@ -29,10 +29,13 @@ last to the first; the first that answers for a role (returns a :class:`RoleVoca
 ``None``) decides it. A stricter rule set is one more object with the same method
 ``vocab(role, context)``: ``context`` holds the enclosing calls, innermost last, each as
 ``(operator, items)`` where ``items`` are ``(argument index, role, text)`` of the atoms already
-written in that call. FC-KBQA's KB-connected pairs, for instance, return for ``entity`` inside
-``( join [ r ] ...`` only the entities connected to ``r`` (a :class:`PhraseVocab`), and ``None``
-elsewhere; set ``context_free = False`` on such a rule so the grammar does not cache its answer
-per role alone.
+written in that call, those of its closed sub-calls included (under the sub-call's argument
+index: in ``( join ( reverse [ r ] ) ...`` the join holds ``(0, "relation", r)``), so the items
+of all contexts are every atom written so far. FC-KBQA's KB-connected pairs
+(:class:`kbqa_lit.kb.grammar_pairs.PairRules`) allow relations by what was written before them;
+a rule may also return for ``entity`` inside ``( join [ r ] ...`` only the entities connected to
+``r`` (a :class:`PhraseVocab`), and ``None`` elsewhere. Set ``context_free = False`` on such a
+rule so the grammar does not cache its answer per role alone.
 """
 
 from __future__ import annotations
@@ -363,6 +366,8 @@ class SExprGrammar:
         if not rest:
             return ((), ("done",))
         sig, done, items = rest[-1]
+        if not self.context_free:  # the closed call's atoms, under its argument index in the parent
+            items = items + tuple((done, role, text) for _, role, text in frames[-1][2])
         return (rest[:-1] + ((sig, done + 1, items),), ("arg",))
 
     def _close_atom(self, frames: tuple[Any, ...], item: tuple[str, str]) -> State:

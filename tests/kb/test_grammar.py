@@ -143,6 +143,23 @@ def test_a_stricter_rule_is_one_more_object() -> None:
     assert not g.accepts("( join [ a , b ] [ Alpha ] )".split())
 
 
+def test_context_keeps_the_atoms_of_closed_sub_calls() -> None:
+    """A closed ( reverse [ r ] ) leaves r in its parent's items, under the sub-call's argument index."""
+    seen: list = []
+
+    class Recorder:
+        context_free = False
+
+        def vocab(self, role: str, context):
+            if role == "entity":
+                seen.append(context)
+            return None
+
+    g = SExprGrammar([BaseRules(), Recorder()])
+    assert g.accepts("( and [ a , b ] ( join ( reverse [ c , d ] ) [ Alpha ] ) )".split())
+    assert (("AND", ((0, "class", "a , b"),)), ("JOIN", ((0, "relation", "c , d"),))) in seen
+
+
 def test_random_walks_denormalise_and_parse() -> None:
     """Whatever the grammar completes is a valid S-expression (sampled words, closing when long)."""
     rng = random.Random(1)
