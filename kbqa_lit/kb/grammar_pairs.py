@@ -1,0 +1,158 @@
+"""FC-KBQA's KB-connected pairs as a rule set of the S-expression grammar (:mod:`kbqa_lit.kb.grammar`).
+
+:class:`PairRules` is the stricter rule set of the one grammar-constrained decoder
+(:class:`~kbqa_lit.backbones.constrained.GrammarLogitsProcessor` over
+:class:`~kbqa_lit.kb.grammar.SExprGrammar`): ``SExprGrammar([BaseRules(slots), PairRules(...)])``.
+It decides the ``relation``, ``class`` and ``entity`` brackets from what was written before
+(the grammar's context holds every atom written so far, see :mod:`kbqa_lit.kb.grammar`):
+
+- **from the start**: the detected entities (labels in brackets, slot words bare), the classes of
+  ``P_c-r``, the relations of ``P_r-e`` and, with ``chain_heads`` (default), the first relation
+  of each ``P_r-r`` pair whose second relation is in ``P_r-e`` — ``( join [ r1 ] ( join [ r2 ]
+  [ e ] ) )`` writes ``r1`` before the relation that touches the entity (the paper's start set
+  alone would allow such a chain only after a class);
+- **after a relation** ``r`` (anywhere before): the relations ``r2`` of the pairs ``(r, r2)`` of
+  ``P_r-r`` (the writing order is the pair's order: ``r``'s objects are ``r2``'s subjects);
+- **after a class** ``c``: the relations paired with ``c`` in ``P_c-r``.
+
+Pairs name relation ids; a reverse hop ``(R r)`` counts as ``r`` (the grammar writes the
+direction as ``( reverse [ r ] )``, the rule restricts which relation). Literals and keywords are
+left to the earlier rules (:class:`~kbqa_lit.kb.grammar_rules.BaseRules`).
+
+**Modes** (``mode``): ``trie`` (default, strict) — a bracket spells exactly one allowed item (a
+word trie, followed token by token by the processor's token-id tries); ``bag`` (the paper's bag
+of tokens, at the grammar's word level) — a bracket is any non-empty sequence of words drawn from
+the allowed items of its role, no longer than the longest of them, so it may spell an item
+outside the allowed set (words of two allowed relations mixed), which execution then rejects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from typing import Literal
+
+from kbqa_lit.errors import UserInputError
+from kbqa_lit.kb.grammar_rules import Context, PhraseVocab, RoleVocab, WordOptions, word_options
+from kbqa_lit.kb.normalize import schema_to_words
+
+PAIR_MODES = ("trie", "bag")
+
+
+class BagVocab:
+    """Any non-empty sequence of words from a bag, no longer than the longest item (the bag-of-tokens mode).
+
+    Args:
+        phrases: The allowed items; their words make the bag.
+    """
+
+    def __init__(self, phrases: Iterable[str]) -> None:
+        items = [p.split() for p in phrases]
+        self.words = frozenset(w for words in items for w in words if w != "]")
+        self.max_words = max((len(words) for words in items), default=0)
+        self._opts = word_options(self.words)
+        self._none = word_options(frozenset())
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def start(self) -> int:
+        """Words so far: none."""
+        return 0
+
+    def options(self, cur: Hashable) -> WordOptions:
+        """Every word of the bag while the bracket is shorter than the longest item."""
+        return self._opts if int(cur) < self.max_words else self._none  # type: ignore[call-overload]
+
+    def step(self, cur: Hashable, word: str) -> int | None:
+        """One word more for a word of the bag (within the length), else ``None``."""
+        n = int(cur)  # type: ignore[call-overload]
+        return n + 1 if word in self.words and n < self.max_words else None
+
+    def accepts(self, cur: Hashable) -> bool:
+        """At least one word."""
+        return int(cur) >= 1  # type: ignore[call-overload]
+
+
+def _base(relation: str) -> str:
+    return relation[3:-1].strip() if relation.startswith("(R ") and relation.endswith(")") else relation
+
+
+class PairRules:
+    """KB-connected pairs of one question as grammar rules (see the module docstring).
+
+    Args:
+        class_relation: ``P_c-r`` as ``(class id, relation id or "(R r)")``.
+        relation_relation: ``P_r-r`` as ``(relation, relation)`` (either may be ``(R r)``).
+        relation_entity: ``P_r-e`` as ``(relation id, entity id)``.
+        entity_labels: Bracket texts of the detected entities (labels as the normaliser writes them).
+        bare_entities: Slot words of the detected entities (``[E0]``...).
+        mode: ``trie`` (exact items) or ``bag`` (words of the items).
+        chain_heads: Allow from the start the first relation of a ``P_r-r`` pair whose second is in ``P_r-e``.
+
+    Raises:
+        UserInputError: On an unknown ``mode``.
+    """
+
+    context_free = False
+
+    def __init__(
+        self,
+        class_relation: Iterable[tuple[str, str]] = (),
+        relation_relation: Iterable[tuple[str, str]] = (),
+        relation_entity: Iterable[tuple[str, str]] = (),
+        entity_labels: Iterable[str] = (),
+        bare_entities: Iterable[str] = (),
+        mode: Literal["trie", "bag"] = "trie",
+        chain_heads: bool = True,
+    ) -> None:
+        if mode not in PAIR_MODES:
+            raise UserInputError(f"mode must be one of {', '.join(PAIR_MODES)}, got {mode!r}")
+        self.mode = mode
+        words = schema_to_words
+        self.after_class: dict[str, frozenset[str]] = {}
+        for c, r in class_relation:
+            self.after_class[words(c)] = self.after_class.get(words(c), frozenset()) | {words(_base(r))}
+        self.after_relation: dict[str, frozenset[str]] = {}
+        for r1, r2 in relation_relation:
+            key = words(_base(r1))
+            self.after_relation[key] = self.after_relation.get(key, frozenset()) | {words(_base(r2))}
+        entity_relations = frozenset(words(_base(r)) for r, _ in relation_entity)
+        heads = {r1 for r1, nxt in self.after_relation.items() if nxt & entity_relations} if chain_heads else set()
+        self.start_relations = entity_relations | heads
+        self.classes = frozenset(self.after_class)
+        labels = [" ".join(str(label).split()) for label in entity_labels]
+        self._vocabs: dict[frozenset[str], RoleVocab] = {}
+        self._class_vocab = self._role_vocab(self.classes)
+        entity = self._role_vocab(frozenset(label for label in labels if label))
+        self._entity_vocab = RoleVocab(entity.brackets, frozenset(bare_entities))
+
+    def _role_vocab(self, items: frozenset[str]) -> RoleVocab:
+        found = self._vocabs.get(items)
+        if found is None:
+            vocab = PhraseVocab(items) if self.mode == "trie" else BagVocab(items)
+            found = self._vocabs[items] = RoleVocab((vocab,) if len(vocab) else ())
+        return found
+
+    def allowed_relations(self, written: Iterable[tuple[str, str]]) -> frozenset[str]:
+        """The relations (as bracket words) allowed after the atoms ``written`` (``(role, text)``)."""
+        allowed = set(self.start_relations)
+        for role, text in written:
+            if role == "relation":
+                allowed |= self.after_relation.get(text, frozenset())
+            elif role == "class":
+                allowed |= self.after_class.get(text, frozenset())
+        return frozenset(allowed)
+
+    def vocab(self, role: str, context: Context) -> RoleVocab | None:
+        """The allowed relations, classes or entities; ``None`` for other roles (literals)."""
+        if role == "relation":
+            written = [(r, text) for _, items in context for _, r, text in items]
+            return self._role_vocab(self.allowed_relations(written))
+        if role == "class":
+            return self._class_vocab
+        if role == "entity":
+            return self._entity_vocab
+        return None
+
+
+__all__ = ["PAIR_MODES", "BagVocab", "PairRules"]
