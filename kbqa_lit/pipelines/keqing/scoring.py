@@ -12,8 +12,9 @@ Gold fields are read here only, after the prediction. Per question:
   candidates;
 - ``oracle/candidates_hit1`` — Hits@1 of the candidates of the gold chain from the gold topic
   entity (what a reasoner could reach with oracle retrieval), always labelled ``oracle/``;
-- ``failure``: the paper's three kinds, in pipeline order — ``decomposition`` (no parse, or the
-  wrong structure), ``retrieval`` (no gold answer among the candidates), ``reasoning`` (gold among
+- ``failure``: the paper's three kinds, in pipeline order — ``decomposition`` (no parse, the wrong
+  structure, or a sub-question worded as a template of another step: ``decomposition_right_steps``),
+  ``retrieval`` (no gold answer among the candidates), ``reasoning`` (gold among
   the candidates, but the top answer is not gold) — or ``None`` for a Hits@1 hit.
 
 Figures are averaged overall and per ``meta.hops`` (and ``meta.generalization`` where present).
@@ -26,7 +27,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from kbqa_lit.data.keqing.chains import Chain
+from kbqa_lit.data.keqing.chains import Chain, parse_chain
 from kbqa_lit.data.keqing.decomposition import Decomposition, SubQuestion
 from kbqa_lit.data.keqing.targets import gold_subquestions
 from kbqa_lit.data.keqing.templates import TemplateBank, example_chain
@@ -78,8 +79,16 @@ class KeqingScorer:
         self.prefix = ORACLE_PREFIX if oracle else ""
         self.target = target
         self.seed_form = seed_form
+        self._templates = {_norm(t): t for t in bank.templates}
         self._sums: dict[str, Counter[str]] = defaultdict(Counter)
         self._failures: dict[str, Counter[str]] = defaultdict(Counter)
+
+    def _owner_misses(self, text: str, hop: Any) -> bool:
+        """Whether ``text`` is a known template (or a chain text) that does not ask for ``hop``."""
+        if is_chain_text(text):
+            return parse_chain(text) != (hop,)
+        owner = self._templates.get(_norm(text))
+        return owner is not None and (hop,) not in self.bank.chains_of(owner)
 
     def _decomposition(self, ex: KBQAExample, d: Decomposition, steps: Sequence[StepLog]) -> dict[str, float]:
         found = example_chain(ex)
@@ -94,6 +103,10 @@ class KeqingScorer:
         )
         em = structure and all(_norm(p.text) == _norm(g.text) for p, g in zip(pred, gold, strict=True))
         out = {"decomposition_em": float(em), "decomposition_structure": float(structure)}
+        if structure:
+            # a sub-question worded as another step's template is the decomposer's error, not matching's
+            wrong = [p for p, h in zip(pred, chain, strict=True) if self._owner_misses(p.text, h)]
+            out["decomposition_right_steps"] = float(not wrong)
         if structure and len(steps) == len(chain):
             out["template_top1"] = float(
                 all(_hop_matched(s, (h,), self.bank, 1) for s, h in zip(steps, chain, strict=True))
@@ -118,7 +131,10 @@ class KeqingScorer:
         scores.update(self._decomposition(ex, d, steps))
         failure = None
         if s.hit1 < 1.0:
-            if not d.ok or scores.get("decomposition_structure", 1.0) < 1.0:
+            if (
+                not d.ok
+                or min(scores.get("decomposition_structure", 1.0), scores.get("decomposition_right_steps", 1.0)) < 1
+            ):
                 failure = "decomposition"
             elif not candidates & set(gold_ids):
                 failure = "retrieval"
