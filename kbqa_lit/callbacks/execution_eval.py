@@ -41,6 +41,11 @@ entity brackets to the question's linked entities (the inference view's ``topic_
 ``meta["entity_candidates"]``; never gold fields) and its slots ``[E0]``.... Each row records its
 ``constrained`` mode.
 
+Separately trained generators (``answer_model``): the LF beams come from the module under test and
+the answer texts from a second generator checkpoint (CoQ's "separately trained" ablation: an
+LF-only and an answer-only model); see :mod:`kbqa_lit.callbacks.answer_source`. Each row records its
+``answer_source`` (``module`` or the checkpoint's path).
+
 Timing: rank 0 logs, per validation/test epoch and straight to the loggers (not as synced
 metrics, so DDP equality of the metrics and rows is untouched), ``{val,test}/time_generate_s``
 (beam search and answer text), ``time_denormalise_s`` (denormalisation, conversion to SPARQL,
@@ -71,6 +76,7 @@ from torchmetrics import Metric
 from transformers import LogitsProcessorList
 
 from kbqa_lit.backbones.constrained import GrammarLogitsProcessor, TokenIndex
+from kbqa_lit.callbacks.answer_source import SeparateAnswerModel
 from kbqa_lit.data.entity_slots import SLOT_TOKENS, topic_slots, unmask_lf
 from kbqa_lit.data.gold import gold_parses, gold_sexprs
 from kbqa_lit.data.linking import ORACLE_PREFIX
@@ -191,6 +197,15 @@ class ExecutionGuidedEval(L.Callback):
         lf_generation: False runs no logical-form beam search: every prediction is the module's
             answer text (CoQ's "w/o LF generation" ablation, with a generator trained with
             ``lf_weight: 0``).
+        answer_model: A second, separately trained generator checkpoint (``.ckpt`` of the same
+            class as the module under test, trained with ``lf_weight: 0``) whose answer texts are
+            the fallback instead of the module's: CoQ's "separately trained" pair, with the LF
+            beams from the module under test (an LF-only generator, ``alpha: 0``). Loaded once in
+            ``setup``; a missing file raises :class:`~kbqa_lit.errors.UserInputError` here, a file
+            that is not such a checkpoint (or whose tokenizer differs from the data's) in ``setup``.
+
+    Raises:
+        UserInputError: When ``answer_model`` is not a file.
 
     """
 
@@ -213,6 +228,7 @@ class ExecutionGuidedEval(L.Callback):
         build_format: str = "nt",
         constrained: Literal["none", "grammar", "schema"] = "none",
         lf_generation: bool = True,
+        answer_model: str | None = None,
     ) -> None:
         super().__init__()
         stages = [stages] if isinstance(stages, str) else list(stages)
@@ -243,6 +259,8 @@ class ExecutionGuidedEval(L.Callback):
             raise ValueError(f"constrained must be none, grammar or schema, got {constrained!r}")
         self.constrained = constrained
         self.lf_generation = bool(lf_generation)
+        self.answer_model = None if answer_model is None else str(answer_model)
+        self._answers = None if answer_model is None else SeparateAnswerModel(answer_model)
         self._token_index: TokenIndex | None = None
         self._schema_rules: SchemaRules | None = None
         self.kb: Any = None
@@ -285,6 +303,9 @@ class ExecutionGuidedEval(L.Callback):
             self.names = KBNameLookup(self.kb) if self.map_answers_by_name else None
         if self.reverse_properties and self._reverse is None:
             self._reverse = load_reverse_properties(self.reverse_properties)
+        if self._answers is not None:
+            dm = getattr(trainer, "datamodule", None)
+            self._answers.load(pl_module, getattr(dm, "tokenizer", None) or getattr(pl_module, "tokenizer", None))
         if self.predictions_dir:
             self._out_dir = Path(self.predictions_dir)
         else:
@@ -476,6 +497,8 @@ class ExecutionGuidedEval(L.Callback):
         if isinstance(outputs, Mapping) and "beams" in outputs:
             beams = [list(b) for b in outputs["beams"]]
             texts = outputs.get("answer_texts")
+            if self._answers is not None:
+                texts = self._answers.texts(batch, pl_module.device, self.max_new_tokens)
             return beams, None if texts is None else [str(t) for t in texts]
         processor = self._processor(pl_module, batch, examples) if self.lf_generation else None
         extra = {} if processor is None else {"logits_processor": LogitsProcessorList([processor])}
@@ -491,7 +514,9 @@ class ExecutionGuidedEval(L.Callback):
             else:  # "w/o LF generation": no beams, so every prediction is the answer text
                 beams = [[] for _ in range(len(batch["index"]))]
             texts = None
-            if callable(getattr(pl_module, "generate_answer", None)):
+            if self._answers is not None:  # the separately trained answer generator's, not the module's
+                texts = self._answers.texts(batch, pl_module.device, self.max_new_tokens)
+            elif callable(getattr(pl_module, "generate_answer", None)):
                 texts = pl_module.generate_answer(batch, max_new_tokens=self.max_new_tokens)
         return [list(b) for b in beams], None if texts is None else [str(t) for t in texts]
 
@@ -531,6 +556,7 @@ class ExecutionGuidedEval(L.Callback):
             fallbacks += int(sel.fallback)
             row = self._row(i, ex, ex_beams, None if texts is None else texts[k], sel, score)
             row["constrained"] = constrained
+            row["answer_source"] = self.answer_model or "module"
             self._rows.append(row)
         self._metrics.update(scores=scores)
         self._counts.update(fallback=fallbacks, n=len(indices))

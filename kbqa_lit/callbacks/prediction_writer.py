@@ -26,6 +26,8 @@ class PredictionWriter(ExecutionGuidedEval):
         disk_cache: SQLite file of the shared execution cache (``None``: memory only).
         predictions_dir: Where the file goes (default: ``trainer.log_dir``, else ``default_root_dir``).
         map_answers_by_name: On fallback, map answer-text parts to KB ids by exact name.
+        answer_model: A separately trained answer generator's checkpoint whose answer texts replace
+            the module's (CoQ's "separately trained" pair; see :class:`ExecutionGuidedEval`).
 
     """
 
@@ -41,6 +43,7 @@ class PredictionWriter(ExecutionGuidedEval):
         disk_cache: str | None = None,
         predictions_dir: str | None = None,
         map_answers_by_name: bool = True,
+        answer_model: str | None = None,
     ) -> None:
         super().__init__(
             store,
@@ -55,4 +58,5 @@ class PredictionWriter(ExecutionGuidedEval):
             log_table_rows=0,
             stages=["predict"],
             map_answers_by_name=map_answers_by_name,
+            answer_model=answer_model,
         )

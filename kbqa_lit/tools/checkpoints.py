@@ -1,92 +1,12 @@
 """Load a LightningModule checkpoint for a tool, or fail with one line naming the file and what was expected.
 
 ``kbqa retrieve relations`` needs a ``CrossEncoderRetriever`` checkpoint and ``kbqa lora export`` a
-``LoraCausalLM`` one. Given any other file — not a checkpoint at all, or the checkpoint of another
-module — Lightning's ``load_from_checkpoint`` raises whatever the unpickler or the module's
-``__init__``/``load_state_dict`` raises; :func:`load_module_checkpoint` turns that into a
-:class:`~kbqa_lit.errors.UserInputError` that says which file, what it is, and what was expected.
+``LoraCausalLM`` one; the loader lives in :mod:`kbqa_lit.modules.checkpoint_loading` (a floor the
+callbacks may import too: ``ExecutionGuidedEval(answer_model=...)`` loads its second generator with it).
 """
 
 from __future__ import annotations
 
-import inspect
-import zipfile
-from pathlib import Path
-from typing import Any, TypeVar
-
-import lightning as L
-from lightning.fabric.utilities.cloud_io import _load as pl_load
-
-from kbqa_lit.errors import UserInputError
-from kbqa_lit.tools.common import first_line
-
-ModuleT = TypeVar("ModuleT", bound=L.LightningModule)
-
-
-def _read(path: Path) -> tuple[dict[str, Any] | None, str]:
-    """The checkpoint at ``path``, or ``None`` and why it is not a Lightning checkpoint."""
-    try:
-        checkpoint: Any = pl_load(path, map_location="cpu")
-    except Exception as exc:  # the unpickler's and the zip reader's errors alike
-        reason = first_line(exc) if zipfile.is_zipfile(path) else "not a file written by torch.save"
-        return None, f"is not a Lightning checkpoint ({reason})"
-    if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
-        return None, "is not a Lightning checkpoint (no state_dict)"
-    return checkpoint, ""
-
-
-def _mismatch(checkpoint: dict[str, Any], module_class: type[L.LightningModule]) -> str | None:
-    """Why the checkpoint cannot be of ``module_class`` judging by its recorded class and hyper-parameters."""
-    hparams = checkpoint.get("hyper_parameters") or {}
-    if not isinstance(hparams, dict):
-        return None
-    recorded = hparams.get("_class_path")
-    if isinstance(recorded, str) and recorded.rsplit(".", 1)[-1] != module_class.__name__:
-        return f"is a checkpoint of {recorded}"
-    params = inspect.signature(module_class.__init__).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return None
-    foreign = sorted(k for k in hparams if not k.startswith("_") and k not in params)
-    if foreign:
-        return f"is a Lightning checkpoint of another module (hyper-parameters {', '.join(foreign)})"
-    return None
-
-
-def load_module_checkpoint(path: str | Path, module_class: type[ModuleT], hint: str = "") -> ModuleT:
-    """Load ``module_class`` from the checkpoint at ``path`` on the CPU.
-
-    Args:
-        path: The ``.ckpt`` file.
-        module_class: The LightningModule class the tool needs.
-        hint: Where such a checkpoint comes from (e.g. ``"kbqa fit --config configs/coq/relation_retriever.yaml"``),
-            added to the message.
-
-    Returns:
-        The loaded module.
-
-    Raises:
-        UserInputError: When the file is missing, is not a Lightning checkpoint, or is the checkpoint
-            of another module class (or of another configuration of this one); the message names the
-            file, what it is and what was expected.
-    """
-    path = Path(path)
-    expected = f"expected a {module_class.__name__} checkpoint" + (f" ({hint})" if hint else "")
-    if not path.is_file():
-        raise UserInputError(f"no checkpoint file: {path}; {expected}")
-    checkpoint, why = _read(path)
-    if checkpoint is None:
-        raise UserInputError(f"{path} {why}; {expected}")
-    why = _mismatch(checkpoint, module_class) or ""
-    del checkpoint
-    if why:
-        raise UserInputError(f"{path} {why}; {expected}")
-    try:
-        return module_class.load_from_checkpoint(str(path), map_location="cpu")
-    except Exception as exc:  # right hyper-parameter names, wrong weights or values
-        raise UserInputError(
-            f"{path} is a Lightning checkpoint that does not load into {module_class.__name__} "
-            f"({first_line(exc)}); {expected}"
-        ) from None
-
+from kbqa_lit.modules.checkpoint_loading import load_module_checkpoint
 
 __all__ = ["load_module_checkpoint"]

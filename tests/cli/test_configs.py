@@ -135,3 +135,32 @@ def test_held_out_files_and_kb_are_variables(chain, capsys, tmp_path):
         callback = printed["trainer"]["callbacks"][-1]["init_args"]
         assert callback["store"] == f"{work}/kb" and callback["build_from"] == []
         assert callback["constrained"] == "schema"
+
+
+def test_generator_pair_trains_two_models_and_tests_them_as_one(capsys, tmp_path):
+    """``coq/pipeline_generator_pair.yaml``: an answer-only fit, an LF-only fit, then the LF model tested with
+    the answer model's texts (CoQ's "separately trained" pair); each fit checkpoints in its own folder."""
+    from kbqa_lit.runner.chain import load_pipeline
+
+    work = tmp_path / "pair"
+    pipeline = load_pipeline(
+        CONFIGS / "coq" / "pipeline_generator_pair.yaml", overrides={"work": str(work), "configs": str(CONFIGS)}
+    )
+    commands = {c.step: c for c in pipeline.commands()}
+    assert list(commands) == ["answer_generator", "lf_generator", "answers"]
+    answer_ckpt, lf_ckpt = commands["answer_generator"].outputs[0], commands["lf_generator"].outputs[0]
+    printed = {s: yaml.safe_load(_print_config([*c.argv, "--print_config"], capsys)) for s, c in commands.items()}
+    expected = {  # step: (lf_weight, alpha, lf_generation, answer_model)
+        "answer_generator": (0.0, 1.0, False, None),
+        "lf_generator": (1.0, 0.0, True, str(answer_ckpt)),
+        "answers": (1.0, 0.0, True, str(answer_ckpt)),
+    }
+    for step, (lf_weight, alpha, lf_generation, answer_model) in expected.items():
+        model = printed[step]["model"]["init_args"]
+        checkpoint, callback = (c["init_args"] for c in printed[step]["trainer"]["callbacks"])
+        assert (model["lf_weight"], model["alpha"]) == (lf_weight, alpha), step
+        assert (callback["lf_generation"], callback["answer_model"]) == (lf_generation, answer_model), step
+        assert checkpoint["dirpath"] is None, step
+    assert answer_ckpt == work / "answer" / "logs" / "run" / "checkpoints" / "last.ckpt"
+    assert lf_ckpt == work / "lf" / "logs" / "run" / "checkpoints" / "last.ckpt"
+    assert printed["answers"]["ckpt_path"] == str(lf_ckpt)

@@ -77,10 +77,13 @@ class MultitaskGenerator(LightningModule):
             vocabulary size and decodes generations. ``None`` loads it from
             ``model_name_or_path`` when given (and a checkpoint restores its own).
         alpha: Weight α of the answer loss: ``L = L_LF + α·L_ANS`` (0.6 CWQ, 0.2 WebQSP in the
-            paper; 0 skips the answer task).
+            paper; 0 skips the answer task: the answer inputs are not even run, so only the
+            logical-form loss trains — the LF generator of the paper's "separately trained" pair).
         lf_weight: Weight of the logical-form loss, ``L = lf_weight·L_LF + α·L_ANS``; 0 trains the
             answer task only (the paper's "w/o LF generation" ablation; evaluate it with
-            ``ExecutionGuidedEval(lf_generation=False)``, whose predictions are the answer texts).
+            ``ExecutionGuidedEval(lf_generation=False)``, whose predictions are the answer texts; or
+            as the answer generator of the "separately trained" pair, with
+            ``ExecutionGuidedEval(answer_model=<its .ckpt>)`` on an ``alpha: 0`` LF generator).
         learning_rate: Peak AdamW learning rate.
         weight_decay: AdamW weight decay (not applied to biases and LayerNorm weights).
         warmup_steps: Linear warm-up steps before the linear decay to 0; 0 uses ``warmup_ratio``.

@@ -145,3 +145,28 @@ def test_lf_weight_zero_trains_the_answer_task_only(dm, batch) -> None:
     torch.testing.assert_close(losses["loss"], 0.5 * l_ans)
     with pytest.raises(ValueError, match="lf_weight"):
         make_module(dm, alpha=0.0, lf_weight=0.0)
+
+
+def test_alpha_zero_trains_the_lf_task_only(dm, batch, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``alpha: 0`` is the LF generator of the "separately trained" pair: the answer inputs are not run
+    and the gradient is the logical-form loss's alone."""
+    m = make_module(dm, alpha=0.0).eval()  # eval: no dropout, so the two backward passes are comparable
+    seen: list[torch.Tensor] = []
+    forward = m.forward
+
+    def spy(input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor):
+        seen.append(input_ids)
+        return forward(input_ids, attention_mask, labels)
+
+    monkeypatch.setattr(m, "forward", spy)
+    losses = m.compute_losses(batch)
+    assert set(losses) == {"loss", "loss_lf"} and "ans_input_ids" in batch
+    assert len(seen) == 1 and seen[0] is batch["input_ids"]
+    losses["loss"].backward()
+    got = {n: p.grad.clone() for n, p in m.named_parameters() if p.grad is not None}
+    m.zero_grad()
+    ce(m, batch, "").backward()
+    want = {n: p.grad.clone() for n, p in m.named_parameters() if p.grad is not None}
+    assert got.keys() == want.keys() and got
+    for name in want:
+        torch.testing.assert_close(got[name], want[name], msg=name)
