@@ -7,12 +7,13 @@ It decides the ``relation``, ``class`` and ``entity`` brackets from what was wri
 (the grammar's context holds every atom written so far, see :mod:`kbqa_lit.kb.grammar`):
 
 - **from the start**: the detected entities (labels in brackets, slot words bare), the classes of
-  ``P_c-r``, the relations of ``P_r-e`` and, with ``chain_heads`` (default), the first relation
-  of each ``P_r-r`` pair whose second relation is in ``P_r-e`` — ``( join [ r1 ] ( join [ r2 ]
-  [ e ] ) )`` writes ``r1`` before the relation that touches the entity (the paper's start set
-  alone would allow such a chain only after a class);
-- **after a relation** ``r`` (anywhere before): the relations ``r2`` of the pairs ``(r, r2)`` of
-  ``P_r-r`` (the writing order is the pair's order: ``r``'s objects are ``r2``'s subjects);
+  ``P_c-r``, the relations of ``P_r-e`` and, with ``chain_heads`` = k > 0 (default 2), the
+  relations up to k ``P_r-r`` pairs away from a ``P_r-e`` relation — ``( join ( reverse [ r1 ] )
+  ( join ( reverse [ r2 ] ) [ e ] ) )`` writes ``r1`` before the relation that touches the entity
+  (with k = 0, the paper's start set, such a chain is allowed only after a class);
+- **after a relation** ``r`` (anywhere before): the relations paired with ``r`` in ``P_r-r``, in
+  either position (the builder stores a chain of two backward hops as the forward pair, so a
+  pair's order need not be the writing order);
 - **after a class** ``c``: the relations paired with ``c`` in ``P_c-r``.
 
 Pairs name relation ids; a reverse hop ``(R r)`` counts as ``r`` (the grammar writes the
@@ -87,7 +88,8 @@ class PairRules:
         entity_labels: Bracket texts of the detected entities (labels as the normaliser writes them).
         bare_entities: Slot words of the detected entities (``[E0]``...).
         mode: ``trie`` (exact items) or ``bag`` (words of the items).
-        chain_heads: Allow from the start the first relation of a ``P_r-r`` pair whose second is in ``P_r-e``.
+        chain_heads: Also allow from the start the relations up to this many ``P_r-r`` pairs away from a
+            ``P_r-e`` relation (0: the paper's start set).
 
     Raises:
         UserInputError: On an unknown ``mode``.
@@ -103,7 +105,7 @@ class PairRules:
         entity_labels: Iterable[str] = (),
         bare_entities: Iterable[str] = (),
         mode: Literal["trie", "bag"] = "trie",
-        chain_heads: bool = True,
+        chain_heads: int = 2,
     ) -> None:
         if mode not in PAIR_MODES:
             raise UserInputError(f"mode must be one of {', '.join(PAIR_MODES)}, got {mode!r}")
@@ -113,12 +115,15 @@ class PairRules:
         for c, r in class_relation:
             self.after_class[words(c)] = self.after_class.get(words(c), frozenset()) | {words(_base(r))}
         self.after_relation: dict[str, frozenset[str]] = {}
-        for r1, r2 in relation_relation:
-            key = words(_base(r1))
-            self.after_relation[key] = self.after_relation.get(key, frozenset()) | {words(_base(r2))}
-        entity_relations = frozenset(words(_base(r)) for r, _ in relation_entity)
-        heads = {r1 for r1, nxt in self.after_relation.items() if nxt & entity_relations} if chain_heads else set()
-        self.start_relations = entity_relations | heads
+        for pair in relation_relation:
+            a, b = (words(_base(r)) for r in pair)
+            self.after_relation[a] = self.after_relation.get(a, frozenset()) | {b}
+            self.after_relation[b] = self.after_relation.get(b, frozenset()) | {a}
+        start = frontier = frozenset(words(_base(r)) for r, _ in relation_entity)
+        for _ in range(max(0, int(chain_heads))):
+            frontier = frozenset(r for f in frontier for r in self.after_relation.get(f, ())) - start
+            start = start | frontier
+        self.start_relations = start
         self.classes = frozenset(self.after_class)
         labels = [" ".join(str(label).split()) for label in entity_labels]
         self._vocabs: dict[frozenset[str], RoleVocab] = {}

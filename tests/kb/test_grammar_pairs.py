@@ -44,7 +44,7 @@ def test_start_set_then_pairs_after_a_relation_or_class() -> None:
         relation_entity=[("film.performance.actor", "m.a")],
         entity_labels=["Alpha Beta"],
         bare_entities=["[E0]"],
-        chain_heads=False,
+        chain_heads=0,
     )
     g = SExprGrammar([BaseRules(SLOTS), rules])
     film, directed, perf_film, actor = W["film.film"], W["film.film.directed_by"], W[RELATIONS[2]], W[RELATIONS[3]]
@@ -62,6 +62,18 @@ def test_start_set_then_pairs_after_a_relation_or_class() -> None:
         bare_entities=["[E0]"],
     )
     assert _walk(SExprGrammar([BaseRules(SLOTS), heads]), chain)  # chain_heads: r1 of (r1, r2 ∈ P_r-e)
+    # three backward hops, the builder's pairs stored forward: allowed within chain_heads pairs of P_r-e
+    born, contained, spouse = W["people.person.place_of_birth"], W["location.location.containedby"], W[RELATIONS[0]]
+    three = (
+        f"( join ( reverse [ {contained} ] ) ( join ( reverse [ {born} ] ) ( join ( reverse [ {spouse} ] ) [E0] ) ) )"
+    )
+    pairs = {
+        "relation_relation": [(RELATIONS[0], RELATIONS[4]), (RELATIONS[4], RELATIONS[5])],
+        "relation_entity": [(RELATIONS[0], "m.a")],
+        "bare_entities": ["[E0]"],
+    }
+    assert _walk(SExprGrammar([BaseRules(SLOTS), PairRules(**pairs)]), three)
+    assert not _walk(SExprGrammar([BaseRules(SLOTS), PairRules(**pairs, chain_heads=1)]), three)
 
 
 def test_bag_mode_allows_words_of_allowed_items_in_any_order() -> None:
@@ -117,16 +129,19 @@ def _relations_in_order(text: str) -> list[tuple[str, str]]:
 
 
 def _allowed_in_order(pairs: dict, seq: list[tuple[str, str]]) -> bool:
-    """Each relation is in P_r-e, a chain head, or paired with an earlier relation or class (independent check)."""
+    """Each relation is within 2 pairs of P_r-e, or paired with an earlier relation or class (independent check)."""
     base = lambda r: r[3:-1] if r.startswith("(R ") else r  # noqa: E731
-    ent = {r for r, _ in pairs["relation_entity"]}
-    allowed = ent | {base(a) for a, b in pairs["relation_relation"] if base(b) in ent}
+    links = {(base(a), base(b)) for a, b in pairs["relation_relation"]}
+    links |= {(b, a) for a, b in links}
+    allowed = {r for r, _ in pairs["relation_entity"]}
+    for _ in range(2):
+        allowed |= {b for a, b in links if a in allowed}
     for role, x in seq:
         if role == "relation" and x not in allowed:
             return False
         if role == "class" and x not in {c for c, _ in pairs["class_relation"]}:
             return False
-        allowed |= {base(b) for a, b in pairs["relation_relation"] if base(a) == x}
+        allowed |= {b for a, b in links if a == x}
         allowed |= {base(r) for c, r in pairs["class_relation"] if c == x}
     return True
 
