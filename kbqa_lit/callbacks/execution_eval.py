@@ -517,7 +517,8 @@ class ExecutionGuidedEval(L.Callback):
             if self._answers is not None:  # the separately trained answer generator's, not the module's
                 texts = self._answers.texts(batch, pl_module.device, self.max_new_tokens)
             elif callable(getattr(pl_module, "generate_answer", None)):
-                texts = pl_module.generate_answer(batch, max_new_tokens=self.max_new_tokens)
+                # [] when the batches have no answer task (answer_task: false): no fallback text
+                texts = pl_module.generate_answer(batch, max_new_tokens=self.max_new_tokens) or None
         return [list(b) for b in beams], None if texts is None else [str(t) for t in texts]
 
     def _batch(self, stage: str, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any) -> None:

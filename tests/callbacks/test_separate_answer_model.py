@@ -25,9 +25,10 @@ from tests.helpers.tiny import ONE_LAYER_T5
 from tests.helpers.toy import born_in, born_in_kb
 
 
-def _datamodule(root: Path, vocab_size: int = 200) -> GenerationDataModule:
+def _datamodule(root: Path, vocab_size: int = 200, answer_task: bool = True) -> GenerationDataModule:
     return GenerationDataModule(
         data_dir=str(root), vocab_size=vocab_size, use_decomposition=False, patterns="none", mask_entities=True,
+        answer_task=answer_task,
         linking="predicted", linking_store=str(root / "store"), linking_build_from=[str(root / "kb.nt")],
         batch_size=8, eval_batch_size=4, cache_dir=str(root / "cache"),
     )  # fmt: skip
@@ -144,3 +145,18 @@ def test_a_bad_answer_model_is_a_typed_error_naming_the_file(world: dict[str, An
         with pytest.raises(UserInputError, match=message) as err:
             _trainer(callbacks=[callback]).test(lf, datamodule=data, verbose=False)
         assert str(path) in str(err.value)
+
+
+def test_without_the_answer_task_there_is_no_fallback_text(world: dict[str, Any], tmp_path: Path) -> None:
+    """``answer_task: false`` (the "w/o answer task" ablation): rows have no answer text; an answer_model needs it."""
+    root, store = world["root"], str(world["root"] / "store")
+    no_answers = _datamodule(root, answer_task=False)
+    lf = MultitaskGenerator.load_from_checkpoint(str(world["lf"]))
+    callback = ExecutionGuidedEval(store=store, num_beams=2, max_new_tokens=16, workers=1, stages=["test"])
+    _trainer(callbacks=[callback]).test(lf, datamodule=no_answers, verbose=False)
+    rows = callback.last_rows
+    assert len(rows) == 4 and all(r["answer_text"] is None and r["answer_source"] == "module" for r in rows)
+    assert all(r["answers"] == [] for r in rows if r["fallback"])
+    paired = ExecutionGuidedEval(store=store, workers=1, stages=["test"], answer_model=str(world["answer"]))
+    with pytest.raises(UserInputError, match="no answer-task inputs"):
+        _trainer(callbacks=[paired]).test(lf, datamodule=no_answers, verbose=False)
