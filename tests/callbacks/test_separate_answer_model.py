@@ -152,7 +152,9 @@ def test_without_the_answer_task_there_is_no_fallback_text(world: dict[str, Any]
     root, store = world["root"], str(world["root"] / "store")
     no_answers = _datamodule(root, answer_task=False)
     lf = MultitaskGenerator.load_from_checkpoint(str(world["lf"]))
-    callback = ExecutionGuidedEval(store=store, num_beams=2, max_new_tokens=16, workers=1, stages=["test"])
+    callback = ExecutionGuidedEval(
+        store=store, num_beams=2, max_new_tokens=16, workers=1, stages=["test"], predictions_dir=str(tmp_path)
+    )
     _trainer(callbacks=[callback]).test(lf, datamodule=no_answers, verbose=False)
     rows = callback.last_rows
     assert len(rows) == 4 and all(r["answer_text"] is None and r["answer_source"] == "module" for r in rows)
