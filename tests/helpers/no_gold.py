@@ -54,6 +54,8 @@ INPUT_META_KEYS = frozenset(
         "refined_entities",
         "patterns",
         "patterns_mode",
+        # FC-KBQA (the pipeline's detected pairs, entities, skeletons and mentions)
+        "fc",
     }
 )
 #: ``meta["decomposition_status"]`` of a decomposition a predictor (an LLM) wrote.
