@@ -2,6 +2,8 @@
 
 - ``kbqa keqing templates --input train.jsonl --out templates.json``: mine question templates and
   their logical chains from training examples (see :mod:`kbqa_lit.data.keqing.templates`).
+- ``kbqa keqing reasoning-data --input train.jsonl --store KB --out rows.jsonl``: training rows of a
+  fine-tuned reasoner (the reasoning prompt over the gold chain's triples → the gold answers' names).
 - ``kbqa keqing run --config configs/keqing/run.yaml [--set key=value ...] [--limit N]
   [--out F]``: answer a question file (decompose, match templates, execute chains, reason,
   respond), write one JSON line per question and print the figures per hop and stage.
@@ -52,6 +54,37 @@ def cmd_templates(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reasoning_data(args: argparse.Namespace) -> int:
+    """``kbqa keqing reasoning-data``."""
+    import json
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from kbqa_lit.data.schema import read_jsonl
+    from kbqa_lit.kb.entity_index import EntityIndex
+    from kbqa_lit.kb.store import open_store
+    from kbqa_lit.pipelines.keqing.reasoning_data import reasoning_rows
+    from kbqa_lit.pipelines.keqing.retrieval import ChainExecutor
+
+    if not Path(args.input).is_file():
+        raise UserInputError(f"no such example file: {args.input}")
+    examples = list(read_jsonl(args.input))
+    if args.limit:  # an evenly spaced sample (split files are often ordered by hops)
+        examples = examples[:: max(1, len(examples) // args.limit)][: args.limit]
+    store = open_store(args.store)
+    index = EntityIndex.for_store(store)
+    rows, skipped = reasoning_rows(examples, ChainExecutor(store, args.semantics), index.label, args.max_triples)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    os.replace(tmp, out)
+    print_json({"out": str(out), "rows": len(rows), "skipped": dict(skipped)})
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """``kbqa keqing run``."""
     from kbqa_lit.pipelines.keqing.config import load_keqing_config
@@ -79,6 +112,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     templates.add_argument("--input", required=True, help="training examples (JSON lines, common schema)")
     templates.add_argument("--out", required=True, help="the template bank (JSON)")
     templates.set_defaults(func=cmd_templates)
+
+    data = sub.add_parser(
+        "reasoning-data", help="training rows of a fine-tuned reasoner (gold chains' triples -> answers)"
+    )
+    data.add_argument("--input", required=True, help="training examples (JSON lines, common schema)")
+    data.add_argument("--store", required=True, help="the KB (Oxigraph folder or SPARQL endpoint)")
+    data.add_argument("--out", required=True, help="rows file (JSON lines: qid, prompt, response)")
+    data.add_argument("--semantics", default="simple-path", choices=("simple-path", "plain"), help="answer semantics")
+    data.add_argument("--max-triples", type=int, default=30, help="context triples per prompt")
+    data.add_argument("--limit", type=int, default=None, help="an evenly spaced sample of N examples")
+    data.set_defaults(func=cmd_reasoning_data)
 
     run = sub.add_parser("run", help="answer a question file end to end; prints the figures")
     run.add_argument("--config", required=True, help="run YAML (see configs/keqing/run.yaml)")

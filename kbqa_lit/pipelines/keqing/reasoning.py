@@ -98,6 +98,14 @@ class AllCandidatesReasoner(Reasoner):
         return [ReasoningResult(list(dict.fromkeys(c))) for c in candidates]
 
 
+def reasoning_prompt(
+    question: str, triples: Sequence[Triple], label: Labeler | None = None, max_triples: int = 200
+) -> str:
+    """The paper's reasoning prompt over the first ``max_triples`` triples (also the fine-tuned reasoner's)."""
+    context = "\n".join(triple_text(t, label) for t in triples[:max_triples])
+    return f"{PROMPT_HEAD}\n----------------\n{context}\n----------------\nQuestion: {question}\nAnswers:"
+
+
 def _key(name: str) -> str:
     return " ".join(name.casefold().split())
 
@@ -169,8 +177,7 @@ class LLMReasoner(Reasoner):
 
     def prompt(self, question: str, triples: Sequence[Triple], label: Labeler | None = None) -> str:
         """The reasoning prompt of one question over (at most ``max_triples``) triples."""
-        context = "\n".join(triple_text(t, label) for t in triples[: self.max_triples])
-        return f"{PROMPT_HEAD}\n----------------\n{context}\n----------------\nQuestion: {question}\nAnswers:"
+        return reasoning_prompt(question, triples, label, self.max_triples)
 
     def reason_many(
         self,
@@ -208,4 +215,5 @@ __all__ = [
     "answer_texts",
     "context_names",
     "parse_answers",
+    "reasoning_prompt",
 ]
