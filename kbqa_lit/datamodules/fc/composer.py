@@ -1,0 +1,143 @@
+"""``ComposerDataModule``: FC-KBQA's composer as seq2seq rows (composer input → normalised S-expression).
+
+Sources are :func:`~kbqa_lit.data.fc.composer_examples.composer_row` texts — the question, the
+KB-connected pairs, the linked entities and the top-2 skeletons; targets the normalised gold
+S-expression (slots ``[E0]``... with ``mask_entities``), what the project's generator writes and
+the grammar-constrained decoder follows.
+
+- **Training** reads the gold components plus sampled distractor pairs
+  (:func:`~kbqa_lit.data.fc.composer_examples.training_components`; our choice, the paper does
+  not say how its composer was trained — gold alone would teach it to copy every pair).
+- **Validation, test, predict** read what the FC pipeline detected and wrote into
+  ``meta["fc"]`` (:func:`~kbqa_lit.data.fc.composer_examples.predicted_components`); a split
+  where no example has it is an error (run the FC pipeline on it first), an example without it
+  gets the question and its linked entities only (counted in :attr:`ComposerDataModule.missing`).
+  The views' ``topic_entities`` become the detected entities, so the execution-guided callback
+  puts the same labels back into slot-masked beams.
+- ``oracle: components`` builds evaluation inputs as training does (gold components and
+  distractors); ``oracle: linking`` keeps the predicted pairs and skeletons with the gold
+  entities. Either labels the run an oracle run (:meth:`oracle_inputs`).
+
+Ablations (settings): ``use_pairs: false`` (−knowledge pairs: skeletons and entities only),
+``use_skeletons: false`` (−logical skeleton).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+from kbqa_lit.data.fc.composer_examples import (
+    FC_META,
+    Components,
+    DistractorPool,
+    composer_row,
+    predicted_components,
+    training_components,
+)
+from kbqa_lit.data.schema import KBQAExample
+from kbqa_lit.datamodules.fc.seq2seq import FCSeq2SeqDataModule
+from kbqa_lit.datamodules.split_files import canonical_split
+from kbqa_lit.errors import UserInputError
+
+log = logging.getLogger(__name__)
+
+
+class ComposerDataModule(FCSeq2SeqDataModule):
+    """Composer rows for the seq2seq generator (see the module docstring).
+
+    Args:
+        use_pairs: Write the KB-connected pairs into the inputs.
+        use_skeletons: Write the skeleton candidates into the inputs.
+        mask_entities: Entities as slots ``[E0]``... in inputs and targets.
+        num_distractors: Distractor pairs per kind in training inputs.
+        seed: Distractor sampling seed.
+        max_input_words: The inputs' length limit in words (pairs cut, worst first); ``None``: none.
+        **kwargs: The arguments of :class:`~kbqa_lit.datamodules.fc.seq2seq.FCSeq2SeqDataModule`;
+            ``oracle`` is ``none``, ``linking`` or ``components``.
+    """
+
+    ORACLES = ("none", "linking", "components")
+
+    def __init__(
+        self,
+        use_pairs: bool = True,
+        use_skeletons: bool = True,
+        mask_entities: bool = True,
+        num_distractors: int = 3,
+        seed: int = 0,
+        max_input_words: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if num_distractors < 0:
+            raise UserInputError(f"num_distractors must be >= 0, got {num_distractors}")
+        self._pool: DistractorPool | None = None
+        self._views: dict[str, list[KBQAExample]] = {}
+        #: Evaluation examples per split that had no ``meta["fc"]`` (question and entities only).
+        self.missing: dict[str, int] = {}
+        super().__init__(**kwargs)
+
+    @property
+    def pool(self) -> DistractorPool:
+        """The training split's gold pairs (built once)."""
+        if self._pool is None:
+            self._pool = DistractorPool(self.gold_examples("train"))
+        return self._pool
+
+    def _training(self, ex: KBQAExample) -> Components | None:
+        hp = self.hparams
+        return training_components(ex, self.pool, hp.num_distractors, hp.seed)
+
+    def examples(self, split: str) -> list[KBQAExample]:
+        """Examples as the stage sees them; evaluation views carry the detected entities as ``topic_entities``."""
+        split = canonical_split(split)
+        if split == "train" or self.hparams.oracle != "none":
+            return super().examples(split)
+        if split not in self._views:
+            views = super().examples(split)
+            found = [predicted_components(v) for v in views]
+            if views and not any(c is not None for c in found):
+                raise UserInputError(
+                    f"no example of {self.split_file(split)} has meta[{FC_META!r}] (the detected pairs, entities and "
+                    "skeletons): run the FC pipeline on it first, or set oracle: components for an oracle run"
+                )
+            self.missing[split] = sum(c is None for c in found)
+            if self.missing[split]:
+                log.warning("%s: %d examples without meta[%r]", split, self.missing[split], FC_META)
+            self._views[split] = [
+                v if c is None else dataclasses.replace(v, topic_entities=dict(c.entities))
+                for v, c in zip(views, found, strict=True)
+            ]
+        return self._views[split]
+
+    def _components(self, split: str, view: KBQAExample, gold: KBQAExample) -> Components:
+        oracle = self.hparams.oracle
+        if split == "train" or oracle == "components":
+            return self._training(gold) or Components(entities=dict(gold.topic_entities))
+        found = predicted_components(view) or Components(entities=dict(view.topic_entities))
+        if oracle == "linking":  # predicted pairs and skeletons, gold entities
+            found = dataclasses.replace(found, entities=dict(gold.topic_entities))
+        return found
+
+    def row_texts(self, split: str) -> list[tuple[str, str | None]]:
+        """``(composer input, normalised gold S-expression)`` per example of ``split``."""
+        split = canonical_split(split)
+        hp = self.hparams
+        golds = self.gold_examples(split)
+        views = golds if split == "train" else self.examples(split)
+        return [
+            composer_row(
+                view,
+                self._components(split, view, gold),
+                gold=gold,
+                use_pairs=hp.use_pairs,
+                use_skeletons=hp.use_skeletons,
+                mask_entities=hp.mask_entities,
+                max_tokens=hp.max_input_words,
+            )
+            for view, gold in zip(views, golds, strict=True)
+        ]
+
+
+__all__ = ["ComposerDataModule"]
