@@ -27,6 +27,7 @@ from jsonargparse import ArgumentParser
 
 from kbqa_lit.errors import KBQAError, UserInputError
 from kbqa_lit.llm.backends import DecompositionBackend
+from kbqa_lit.pipelines.config_files import read_config_mapping
 
 
 @dataclass
@@ -190,17 +191,8 @@ def load_keqing_config(path: str | Path, overrides: dict[str, Any] | None = None
     Raises:
         UserInputError: A missing file, or a config that does not parse, naming the file and why.
     """
-    import yaml
-
     path = Path(path)
-    if not path.is_file():
-        raise UserInputError(f"no such config: {path}")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise UserInputError(f"bad Keqing config {path}: {exc}") from None
-    if not isinstance(raw, dict):
-        raise UserInputError(f"bad Keqing config {path}: expected a mapping at the top")
+    raw = read_config_mapping(path, "Keqing")
     for key, value in (overrides or {}).items():
         _set(raw, key, value)
     parser = _parser()

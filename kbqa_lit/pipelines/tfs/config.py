@@ -32,6 +32,7 @@ from jsonargparse import ArgumentParser
 from kbqa_lit.data.linking import ORACLE_PREFIX
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.errors import UserInputError
+from kbqa_lit.pipelines.config_files import read_config_mapping
 
 log = logging.getLogger(__name__)
 
@@ -170,17 +171,8 @@ def load_pipeline_config(path: str | Path) -> TFSPipelineConfig:
     Raises:
         UserInputError: A missing file, or a config that does not parse, naming the file and why.
     """
-    import yaml
-
     path = Path(path)
-    if not path.is_file():
-        raise UserInputError(f"no such config: {path}")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise UserInputError(f"bad pipeline config {path}: {exc}") from None
-    if not isinstance(raw, dict):
-        raise UserInputError(f"bad pipeline config {path}: expected a mapping at the top")
+    raw = read_config_mapping(path, "pipeline")
     _upgrade_linking(raw, path)
     parser = _parser()
     try:
