@@ -51,7 +51,8 @@ def mark_oracle_run(config: Any) -> bool:
     """Append ``-oracle-<inputs>`` to the loggers' ``name`` when evaluation sees gold inputs.
 
     ``-oracle-linking`` (:data:`ORACLE_RUN_SUFFIX`) for gold linking, ``-oracle-patterns`` for the
-    generator's oracle patterns, ``-oracle-linking-patterns`` for both.
+    generator's oracle patterns, ``-oracle-linking-patterns`` for both; FC-KBQA's ``oracle: components``
+    gives ``-oracle-components``.
 
     Args:
         config: The subcommand's parsed config (a jsonargparse namespace).
@@ -60,7 +61,7 @@ def mark_oracle_run(config: Any) -> bool:
         Whether the run is an oracle run.
     """
     init = _get(_get(config, "data"), "init_args")
-    inputs = oracle_inputs(_get(init, "linking"), _get(init, "patterns"))
+    inputs = oracle_inputs(_get(init, "linking"), _get(init, "patterns"), _get(init, "oracle"))
     if not inputs:
         return False
     suffix = "-oracle-" + "-".join(inputs)

@@ -103,15 +103,19 @@ def predicted_entities(ex: KBQAExample, linker: Linker | None) -> dict[str, str]
     return {}
 
 
-def oracle_inputs(linking: str | None, patterns: str | None = None) -> list[str]:
+def oracle_inputs(linking: str | None, patterns: str | None = None, oracle: str | None = None) -> list[str]:
     """The gold inputs evaluation sees under these settings; ``[]`` for an honest run.
 
     ``linking`` when linking is ``gold`` (gold entities and the file's own decompositions),
-    ``patterns`` when the generator's patterns are ``gold`` (oracle patterns). The one rule
-    behind ``oracle/`` metric prefixes (the datamodules' ``oracle_inputs()``) and
-    ``-oracle-<inputs>`` run names (:func:`kbqa_lit.lightning_cli.mark_oracle_run`).
+    ``patterns`` when the generator's patterns are ``gold`` (oracle patterns), and the value of
+    an ``oracle`` setting other than ``none`` (FC-KBQA's datamodules: ``linking``,
+    ``components``). The one rule behind ``oracle/`` metric prefixes (the datamodules'
+    ``oracle_inputs()``) and ``-oracle-<inputs>`` run names (:func:`kbqa_lit.lightning_cli.mark_oracle_run`).
     """
-    return [name for name, value in (("linking", linking), ("patterns", patterns)) if value == "gold"]
+    found = [name for name, value in (("linking", linking), ("patterns", patterns)) if value == "gold"]
+    if oracle not in (None, "none") and str(oracle) not in found:
+        found.append(str(oracle))
+    return found
 
 
 def inference_decomposition(ex: KBQAExample) -> str | None:
