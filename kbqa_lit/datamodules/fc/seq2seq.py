@@ -31,6 +31,7 @@ from transformers import PreTrainedTokenizerBase
 from kbqa_lit.backbones.seq2seq import build_tokenizer
 from kbqa_lit.data.entity_slots import MAX_SLOTS, SLOT_TOKENS
 from kbqa_lit.data.fc.skeletons import ENTITY_MASK
+from kbqa_lit.data.linking import oracle_inputs
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.datamodules.collate import Seq2SeqCollator
 from kbqa_lit.datamodules.split_files import STAGE_SPLITS, SplitFilesMixin, canonical_split
@@ -114,7 +115,7 @@ class FCSeq2SeqDataModule(SplitFilesMixin, LightningDataModule):
 
     def oracle_inputs(self) -> list[str]:
         """The gold inputs evaluation sees: ``[]``, or the ``oracle`` setting's name."""
-        return [] if self.hparams.oracle == "none" else [self.hparams.oracle]
+        return oracle_inputs(None, None, self.hparams.oracle)
 
     # ------------------------------------------------------------------ tokenizer and rows
 

@@ -14,6 +14,7 @@ from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.datamodules.fc.composer import ComposerDataModule
 from kbqa_lit.datamodules.fc.skeleton import SkeletonParserDataModule
 from kbqa_lit.errors import UserInputError
+from kbqa_lit.lightning_cli import mark_oracle_run
 from kbqa_lit.modules.coq.multitask_generator import MultitaskGenerator
 from tests.helpers.no_gold import strip_gold
 from tests.helpers.tiny import TINY_T5
@@ -72,6 +73,9 @@ def test_composer_rows_read_the_pipeline_at_evaluation_and_never_the_gold(world)
     assert [s for s, _ in val] == [s for s, _ in stripped.row_texts("val")]
     oracle = ComposerDataModule(**_args(world, num_distractors=2, oracle="components"))
     assert oracle.oracle_inputs() == ["components"]
+    config = {"data": {"init_args": {"linking": "predicted", "oracle": "components"}},
+              "trainer": {"logger": {"init_args": {"name": "logs"}}}}  # fmt: skip
+    assert mark_oracle_run(config) and config["trainer"]["logger"]["init_args"]["name"] == "logs-oracle-components"
     assert oracle.row_texts("val")[1][0] != val[1][0]  # the gold components
     bare = ComposerDataModule(**_args(world, use_pairs=False, use_skeletons=False)).row_texts("val")[1][0]
     assert "[REL]" not in bare and "[LF]" not in bare
