@@ -92,6 +92,8 @@ _BRACKET_ROLES: dict[str, tuple[str, ...]] = {
     RELPATH_NO_R: ("relation",),
 }
 _OP_FROM_WORDS = {words: op for op, words in OPERATOR_WORDS.items()}
+#: Operator words whose first argument is a relation (path): a dead end when no relation may be written.
+_RELATION_FIRST = frozenset({"join", "less", "greater", "reverse"})
 _TWO_WORD = {"less": ("than", "equal"), "greater": ("than", "equal"), "time": ("constraint",)}
 #: Operator → (kinds of the arguments, the last repeating when max is None; min; max).
 _SIGNATURES: dict[str, tuple[tuple[str, ...], int, int | None]] = {
@@ -169,7 +171,7 @@ class SExprGrammar:
         if kind == "arg":
             return self._arg_options(frames)
         if kind == "op":
-            return word_options(frozenset(_OPS_FOR[mode[1]]))
+            return word_options(self._ops(mode[1], frames))
         if kind == "op2":
             return word_options(frozenset(_TWO_WORD[mode[2]]))
         if kind == "br":
@@ -204,7 +206,7 @@ class SExprGrammar:
         if kind == "arg":
             return self._step_arg(frames, word)
         if kind == "op":
-            if word not in _OPS_FOR[mode[1]]:
+            if word not in self._ops(mode[1], frames):
                 return None
             if word in _TWO_WORD:
                 return (frames, ("op2", mode[1], word))
@@ -267,7 +269,8 @@ class SExprGrammar:
                 return "["
             return "(" if expected in _OPS_FOR else None
         if kind == "op":
-            return "join" if mode[1] in (EXPR, ARG) else _OPS_FOR[mode[1]][0]
+            ops = self._ops(mode[1], frames)
+            return "join" if "join" in ops else min(ops, default=None)
         if kind == "op2":
             return _TWO_WORD[mode[2]][0]
         if kind == "br":
@@ -290,6 +293,16 @@ class SExprGrammar:
         nxt = None if hi is not None and done >= hi else kinds[min(done, len(kinds) - 1)]
         return nxt, done >= lo
 
+    def _ops(self, kind: str, frames: tuple[Any, ...]) -> frozenset[str]:
+        """Operator words allowed after ``(`` at an argument of ``kind``.
+
+        Those whose first argument is a relation (path) only when the rules allow a relation in
+        the current context (else the call could not be written: a dead end for a decoder).
+        """
+        ops = frozenset(_OPS_FOR[kind])
+        context = () if self.context_free else self._context(frames)
+        return ops if self.vocab("relation", context).brackets else ops - _RELATION_FIRST
+
     def _context(self, frames: tuple[Any, ...]) -> Context:
         return tuple((sig.split("@")[0], items) for sig, _, items in frames)
 
@@ -301,7 +314,7 @@ class SExprGrammar:
             words: set[str] = {")"} if may_close else set()
             open_: tuple[OpenWord, ...] = ()
             if expected is not None:
-                if expected in _OPS_FOR:
+                if expected in _OPS_FOR and self._ops(expected, frames):
                     words.add("(")
                 context = () if self.context_free else self._context(frames)
                 if any(self.vocab(r, context).brackets for r in _BRACKET_ROLES.get(expected, ())):

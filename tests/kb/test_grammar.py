@@ -160,6 +160,17 @@ def test_context_keeps_the_atoms_of_closed_sub_calls() -> None:
     assert (("AND", ((0, "class", "a , b"),)), ("JOIN", ((0, "relation", "c , d"),))) in seen
 
 
+def test_no_relation_call_is_opened_where_no_relation_may_be_written() -> None:
+    """( join / ( less than / ( reverse lead to a dead end when the rules allow no relation there."""
+    g = SExprGrammar([BaseRules(), SchemaRules([], ["film.film"])])
+    opened = g.step(g.start(), "(")
+    assert g.options(opened).words == {"and", "count", "argmax", "argmin", "time"}
+    assert g.step(opened, "join") is None and g.accepts("( count [ film , film ] )".split())
+    assert g.closing(g.step(opened, "count")) == ("[", "film", ",", "film", "]", ")")
+    free = SExprGrammar([BaseRules()])
+    assert "join" in free.options(free.step(free.start(), "(")).words
+
+
 def test_random_walks_denormalise_and_parse() -> None:
     """Whatever the grammar completes is a valid S-expression (sampled words, closing when long)."""
     rng = random.Random(1)
