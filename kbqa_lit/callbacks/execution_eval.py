@@ -38,8 +38,10 @@ Constrained decoding (``constrained``): ``grammar`` passes a
 normalised S-expression (or a prefix of one, when cut off); ``schema`` also restricts relations
 and classes to the store's (its relation inventory and its ``type.object.type`` classes) and
 entity brackets to the question's linked entities (the inference view's ``topic_entities`` and
-``meta["entity_candidates"]``; never gold fields) and its slots ``[E0]``.... Each row records its
-``constrained`` mode.
+``meta["entity_candidates"]``; never gold fields) and its slots ``[E0]``...; ``datamodule`` adds the
+rule sets the datamodule's ``decoding_rules(example)`` gives for each question to the well-formedness
+grammar (FC-KBQA's KB-connected pairs: :meth:`~kbqa_lit.datamodules.fc.composer.ComposerDataModule.decoding_rules`).
+Each row records its ``constrained`` mode.
 
 Separately trained generators (``answer_model``): the LF beams come from the module under test and
 the answer texts from a second generator checkpoint (CoQ's "separately trained" ablation: an
@@ -193,7 +195,8 @@ class ExecutionGuidedEval(L.Callback):
         build_format: Format of ``build_from``: ``nt``, ``tsv``, ``metaqa`` or ``pathquestion``.
         constrained: Grammar-constrained beam search: ``none``; ``grammar`` (well-formed
             normalised S-expressions only); ``schema`` (also only the store's relations and
-            classes and the question's linked entity labels and slots). See the module docstring.
+            classes and the question's linked entity labels and slots); ``datamodule`` (the
+            datamodule's ``decoding_rules(example)``, e.g. FC-KBQA's pairs). See the module docstring.
         lf_generation: False runs no logical-form beam search: every prediction is the module's
             answer text (CoQ's "w/o LF generation" ablation, with a generator trained with
             ``lf_weight: 0``).
@@ -226,7 +229,7 @@ class ExecutionGuidedEval(L.Callback):
         map_answers_by_name: bool = True,
         build_from: Sequence[str] | None = None,
         build_format: str = "nt",
-        constrained: Literal["none", "grammar", "schema"] = "none",
+        constrained: Literal["none", "grammar", "schema", "datamodule"] = "none",
         lf_generation: bool = True,
         answer_model: str | None = None,
     ) -> None:
@@ -255,8 +258,8 @@ class ExecutionGuidedEval(L.Callback):
         self.map_answers_by_name = map_answers_by_name
         self.build_from = [build_from] if isinstance(build_from, str) else list(build_from or [])
         self.build_format = build_format
-        if constrained not in ("none", "grammar", "schema"):
-            raise ValueError(f"constrained must be none, grammar or schema, got {constrained!r}")
+        if constrained not in ("none", "grammar", "schema", "datamodule"):
+            raise ValueError(f"constrained must be none, grammar, schema or datamodule, got {constrained!r}")
         self.constrained = constrained
         self.lf_generation = bool(lf_generation)
         self.answer_model = None if answer_model is None else str(answer_model)
@@ -466,6 +469,11 @@ class ExecutionGuidedEval(L.Callback):
         base = BaseRules(SLOT_TOKENS)
         if self.constrained == "grammar":
             grammars: list[SExprGrammar] = [SExprGrammar([base])]
+        elif self.constrained == "datamodule":
+            rules_of = getattr(getattr(pl_module.trainer, "datamodule", None), "decoding_rules", None)
+            if not callable(rules_of):
+                raise RuntimeError("constrained='datamodule' needs a datamodule with decoding_rules(example)")
+            grammars = [SExprGrammar([base, *rules_of(ex)]) for ex in examples]
         else:
             schema = self._schema()
             grammars = [SExprGrammar([base, schema, _entity_rules(ex)]) for ex in examples]
