@@ -10,7 +10,9 @@ It decides the ``relation``, ``class`` and ``entity`` brackets from what was wri
   ``P_c-r``, the relations of ``P_r-e`` and, with ``chain_heads`` = k > 0 (default 2), the
   relations up to k ``P_r-r`` pairs away from a ``P_r-e`` relation — ``( join ( reverse [ r1 ] )
   ( join ( reverse [ r2 ] ) [ e ] ) )`` writes ``r1`` before the relation that touches the entity
-  (with k = 0, the paper's start set, such a chain is allowed only after a class);
+  (with k = 0, the paper's start set, such a chain is allowed only after a class); when that
+  leaves no relation and there is no class, every relation of ``P_r-r`` (an expression needs a
+  relation or a class: otherwise the decoder could only write ``( count ( count ...`` until cut);
 - **after a relation** ``r`` (anywhere before): the relations paired with ``r`` in ``P_r-r``, in
   either position (the builder stores a chain of two backward hops as the forward pair, so a
   pair's order need not be the writing order);
@@ -123,6 +125,8 @@ class PairRules:
         for _ in range(max(0, int(chain_heads))):
             frontier = frozenset(r for f in frontier for r in self.after_relation.get(f, ())) - start
             start = start | frontier
+        if not start and not self.after_class:  # else no expression could be completed
+            start = frozenset(self.after_relation)
         self.start_relations = start
         self.classes = frozenset(self.after_class)
         labels = [" ".join(str(label).split()) for label in entity_labels]

@@ -74,6 +74,9 @@ def test_start_set_then_pairs_after_a_relation_or_class() -> None:
     }
     assert _walk(SExprGrammar([BaseRules(SLOTS), PairRules(**pairs)]), three)
     assert not _walk(SExprGrammar([BaseRules(SLOTS), PairRules(**pairs, chain_heads=1)]), three)
+    # no relation–entity pair and no class: the relations of P_r-r are allowed from the start
+    lone = PairRules(relation_relation=pairs["relation_relation"], bare_entities=["[E0]"])
+    assert _walk(SExprGrammar([BaseRules(SLOTS), lone]), three)
 
 
 def test_bag_mode_allows_words_of_allowed_items_in_any_order() -> None:
@@ -136,6 +139,8 @@ def _allowed_in_order(pairs: dict, seq: list[tuple[str, str]]) -> bool:
     allowed = {r for r, _ in pairs["relation_entity"]}
     for _ in range(2):
         allowed |= {b for a, b in links if a in allowed}
+    if not allowed and not pairs["class_relation"]:
+        allowed = {a for a, _ in links}
     for role, x in seq:
         if role == "relation" and x not in allowed:
             return False

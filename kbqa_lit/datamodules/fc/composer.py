@@ -20,14 +20,19 @@ the grammar-constrained decoder follows.
 
 Ablations (settings): ``use_pairs: false`` (−knowledge pairs: skeletons and entities only),
 ``use_skeletons: false`` (−logical skeleton).
+
+Constrained decoding at evaluation: :meth:`ComposerDataModule.decoding_rules` gives an example's
+pair rules (:func:`~kbqa_lit.data.fc.decoding.pair_rules`, mode ``pair_constraint``), which the
+execution-guided callback adds to its grammar under ``constrained: datamodule``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any
+from typing import Any, Literal
 
+from kbqa_lit.data.entity_slots import topic_slots
 from kbqa_lit.data.fc.composer_examples import (
     FC_META,
     Components,
@@ -36,10 +41,12 @@ from kbqa_lit.data.fc.composer_examples import (
     predicted_components,
     training_components,
 )
+from kbqa_lit.data.fc.decoding import pair_rules
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.datamodules.fc.seq2seq import FCSeq2SeqDataModule
 from kbqa_lit.datamodules.split_files import canonical_split
 from kbqa_lit.errors import UserInputError
+from kbqa_lit.kb.grammar_pairs import PAIR_MODES
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +61,9 @@ class ComposerDataModule(FCSeq2SeqDataModule):
         num_distractors: Distractor pairs per kind in training inputs.
         seed: Distractor sampling seed.
         max_input_words: The inputs' length limit in words (pairs cut, worst first); ``None``: none.
+        pair_constraint: Mode of :meth:`decoding_rules`: ``trie`` (exact items) or ``bag`` (the paper's).
+        chain_heads: Relations this many pairs from an entity's are allowed first (see
+            :class:`~kbqa_lit.kb.grammar_pairs.PairRules`).
         **kwargs: The arguments of :class:`~kbqa_lit.datamodules.fc.seq2seq.FCSeq2SeqDataModule`;
             ``oracle`` is ``none``, ``linking`` or ``components``.
     """
@@ -68,10 +78,14 @@ class ComposerDataModule(FCSeq2SeqDataModule):
         num_distractors: int = 3,
         seed: int = 0,
         max_input_words: int | None = None,
+        pair_constraint: Literal["trie", "bag"] = "trie",
+        chain_heads: int = 2,
         **kwargs: Any,
     ) -> None:
         if num_distractors < 0:
             raise UserInputError(f"num_distractors must be >= 0, got {num_distractors}")
+        if pair_constraint not in PAIR_MODES:
+            raise UserInputError(f"pair_constraint must be one of {', '.join(PAIR_MODES)}, got {pair_constraint!r}")
         self._pool: DistractorPool | None = None
         self._views: dict[str, list[KBQAExample]] = {}
         #: Evaluation examples per split that had no ``meta["fc"]`` (question and entities only).
@@ -119,6 +133,16 @@ class ComposerDataModule(FCSeq2SeqDataModule):
         if oracle == "linking":  # predicted pairs and skeletons, gold entities
             found = dataclasses.replace(found, entities=dict(gold.topic_entities))
         return found
+
+    def decoding_rules(self, ex: KBQAExample) -> list[Any]:
+        """The pair rules of an evaluation example (one of :meth:`examples`), ``[]`` when it has no components."""
+        hp = self.hparams
+        found = self._training(ex) if hp.oracle == "components" else predicted_components(ex)
+        if found is None:
+            return []
+        found = dataclasses.replace(found, entities=dict(ex.topic_entities))
+        slots = [slot for slot, _ in topic_slots(ex)] if hp.mask_entities else []
+        return [pair_rules(found, slots, hp.pair_constraint, hp.chain_heads)]
 
     def row_texts(self, split: str) -> list[tuple[str, str | None]]:
         """``(composer input, normalised gold S-expression)`` per example of ``split``."""

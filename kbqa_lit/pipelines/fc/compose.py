@@ -20,10 +20,10 @@ from typing import Any, Literal
 from kbqa_lit.backbones.constrained import GrammarLogitsProcessor, TokenIndex
 from kbqa_lit.data.entity_slots import SLOT_TOKENS, topic_slots, unmask_lf
 from kbqa_lit.data.fc.composer_examples import Components, composer_row
+from kbqa_lit.data.fc.decoding import pair_rules
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.grammar import BaseRules, SExprGrammar, entity_bracket
-from kbqa_lit.kb.grammar_pairs import PairRules
+from kbqa_lit.kb.grammar import BaseRules, SExprGrammar
 from kbqa_lit.kb.normalize import invert_labels
 from kbqa_lit.kb.store import KnowledgeBase
 from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector, Selection
@@ -41,18 +41,7 @@ def pair_grammar(
     components: Components, view: KBQAExample, mode: Literal["trie", "bag"] = "trie", chain_heads: int = 2
 ) -> SExprGrammar:
     """The decoding grammar of one question: well-formed S-expressions over its pairs and entities."""
-    by_kind: dict[str, list[tuple[str, str]]] = {}
-    for p in components.pairs:
-        by_kind.setdefault(p.kind, []).append((p.first, p.second))
-    rules = PairRules(
-        class_relation=by_kind.get("class-relation", []),
-        relation_relation=by_kind.get("relation-relation", []),
-        relation_entity=by_kind.get("relation-entity", []),
-        entity_labels=[entity_bracket(e, label) for e, label in components.entities.items()],
-        bare_entities=[slot for slot, _ in topic_slots(view)],
-        mode=mode,
-        chain_heads=chain_heads,
-    )
+    rules = pair_rules(components, [slot for slot, _ in topic_slots(view)], mode, chain_heads)
     return SExprGrammar([BaseRules(SLOT_TOKENS), rules])
 
 

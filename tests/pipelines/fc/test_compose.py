@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 
+import lightning as L
 import pytest
 import torch
 
+from kbqa_lit.callbacks.execution_eval import ExecutionGuidedEval
 from kbqa_lit.data.fc.composer_examples import FC_META, predicted_components
 from kbqa_lit.data.schema import read_jsonl, write_jsonl
 from kbqa_lit.data.synthetic import build_world
@@ -53,7 +55,7 @@ def parts(tmp_path_factory):
     composer = MultitaskGenerator(model_config=TINY_T5, tokenizer=co_dm.tokenizer, alpha=0.0).eval()
     stage = ComponentStage(detector, linker, pairs, parser, skeleton_beams=3, max_new_tokens=24)
     dev = list(read_jsonl(world / "dev.jsonl"))[:6]
-    yield {"world": world, "store": store, "stage": stage, "composer": composer, "dev": dev}
+    yield {"root": root, "world": world, "store": store, "stage": stage, "composer": composer, "dev": dev}
     store.close()
 
 
@@ -91,7 +93,7 @@ def test_constrained_composition_and_the_first_executable_beam(parts):
                 }
                 grammar = pair_grammar(c, view_of(ex, c))
                 for b in bs:
-                    assert grammar.accepts(b.split()), b
+                    assert grammar.accepts(b.split()) or not c.pairs, b  # with a pair, a complete expression exists
                     assert {m for m in re.findall(r"\[ ([^\]]*?) \]", b) if " , " in m} <= allowed, (b, c.pairs)
         selections = composer.answer(dev, components)
         assert len(selections) == len(dev)
@@ -100,3 +102,27 @@ def test_constrained_composition_and_the_first_executable_beam(parts):
     assert executable["trie"] >= executable["none"]  # an untrained composer: only constrained beams execute
     with pytest.raises(UserInputError):
         ComposerStage(parts["composer"], constraint="tree")  # type: ignore[arg-type]
+
+
+def test_the_callback_constrains_the_composer_with_the_datamodule_pair_rules(parts):
+    """ExecutionGuidedEval(constrained="datamodule") asks ComposerDataModule.decoding_rules per question."""
+    write_jsonl(parts["stage"].annotate(parts["dev"]), parts["world"] / "dev_cb.jsonl")
+    dm = ComposerDataModule(data_dir=str(parts["world"]), val_file="dev_cb.jsonl", vocab_size=600, eval_batch_size=6)
+    root = parts["root"]
+    callback = ExecutionGuidedEval(store=str(root / "kb_cb"), build_from=[str(parts["world"] / "kb.nt")], num_beams=2,
+                                   max_new_tokens=30, workers=1, stages=["validate"], constrained="datamodule",
+                                   predictions_dir=str(root / "pred"))  # fmt: skip
+    trainer = L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False,
+                        callbacks=[callback], default_root_dir=str(root / "cb"))  # fmt: skip
+    trainer.validate(parts["composer"], datamodule=dm, verbose=False)
+    rows = callback.last_rows
+    assert len(rows) == len(parts["dev"]) and all(r["constrained"] == "datamodule" for r in rows)
+    for r, ex in zip(
+        sorted(rows, key=lambda r: r["qid"]), sorted(dm.examples("val"), key=lambda e: e.qid), strict=True
+    ):
+        c = predicted_components(ex)
+        allowed = {
+            schema_to_words(x.removeprefix("(R ").removesuffix(")")) for p in c.pairs for x in (p.first, p.second)
+        }
+        for beam in r["beams"]:
+            assert {m for m in re.findall(r"\[ ([^\]]*?) \]", beam) if " , " in m} <= allowed, beam
