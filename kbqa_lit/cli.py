@@ -33,6 +33,7 @@ TOOL_MODULES = (
     "pipeline_tool",
     "compare_tool",
     "keqing_tool",
+    "fc_tool",
 )
 
 

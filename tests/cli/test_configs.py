@@ -26,6 +26,7 @@ OTHER_YAMLS = {
     "coq/decompose/llama2_7b_local.yaml",
     "coq/decompose/synthetic_gold.yaml",
     "keqing/run.yaml",
+    "fc/detect.yaml",  # tests/pipelines/fc/test_build.py
 }
 PIPELINE_PREFIXES = ("coq/pipeline_", "keqing/pipeline_")
 
