@@ -186,10 +186,13 @@ class TemplateMatcher:
         texts = list(texts)
         if not texts:
             return []
-        scores = self.encode(texts) @ self.template_embeddings.T
+        unique = list(dict.fromkeys(texts))  # decompositions repeat a few wordings: encode each once
+        position = {t: i for i, t in enumerate(unique)}
+        unique_scores = self.encode(unique) @ self.template_embeddings.T
         k = min(k, len(self.templates))
         ranked: list[list[tuple[int, float]]] = []
-        for text, row in zip(texts, scores, strict=True):
+        for text in texts:
+            row = unique_scores[position[text]]
             first = self._exact_index.get(normalize_template(text), []) if self.exact else []
             best = [(i, 1.0) for i in first]
             values, indices = torch.topk(row, min(len(self.templates), k + len(first)))

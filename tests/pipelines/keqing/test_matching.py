@@ -102,3 +102,11 @@ def test_k_is_capped_and_bad_input_raises(matcher: TemplateMatcher) -> None:
         matcher.top_k(["x"], k=0)
     with pytest.raises(UserInputError, match="at least one template"):
         TemplateMatcher([])
+
+
+def test_repeated_texts_are_encoded_once_and_ranked_alike(matcher: TemplateMatcher):
+    before = matcher.encoded_texts
+    texts = ["who made the film [mask]", "which year did [mask] come out", "who made the film [mask]"]
+    ranked = matcher.top_k(texts, 2)
+    assert matcher.encoded_texts - before == 2
+    assert ranked[0] == ranked[2] and ranked[0] != ranked[1]
