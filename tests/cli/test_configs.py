@@ -28,7 +28,7 @@ OTHER_YAMLS = {
     "keqing/run.yaml",
     "fc/detect.yaml",  # tests/pipelines/fc/test_build.py
 }
-PIPELINE_PREFIXES = ("coq/pipeline_", "keqing/pipeline_")
+PIPELINE_PREFIXES = ("coq/pipeline_", "keqing/pipeline_", "fc/pipeline_")
 
 
 def _is_cli_config(path: Path) -> bool:

@@ -99,7 +99,7 @@ def test_run_skips_finished_steps_and_names_the_failing_one(tmp_path: Path, caps
 
 
 def test_shipped_pipeline_files_parse() -> None:
-    files = sorted([*CONFIGS.glob("coq/pipeline_*.yaml"), *CONFIGS.glob("keqing/pipeline_*.yaml")])
+    files = sorted(p for system in ("coq", "keqing", "fc") for p in CONFIGS.glob(f"{system}/pipeline_*.yaml"))
     for path in files:
         pipe = load_pipeline(path)
         cmds = pipe.commands(quick=True)
@@ -117,4 +117,5 @@ def test_shipped_pipeline_files_parse() -> None:
                 "eval",
                 "keqing",
                 "lora",
+                "fc",
             }
