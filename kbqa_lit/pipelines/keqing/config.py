@@ -95,7 +95,8 @@ class DecomposerConfig:
         target: What the sub-question texts are: ``subquestions`` (template wordings) or
             ``chains`` (chain texts, the "generate logical chains directly" ablation).
         batch_size: Questions per backend call.
-        cache: A sqlite file caching the backend's outputs (served LLMs), or ``None``.
+        cache: A sqlite file caching the backend's outputs by backend identity and prompt (meant for
+            served LLMs: a re-run, or a run cut short, asks only for what is missing), or ``None``.
     """
 
     backend: Optional[DecompositionBackend] = None  # noqa: UP045

@@ -37,6 +37,7 @@ from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.entity_index import EntityIndex
 from kbqa_lit.kb.store import open_store
+from kbqa_lit.llm.response_cache import DecompositionCache
 from kbqa_lit.pipelines.keqing.config import KeqingConfig
 from kbqa_lit.pipelines.keqing.execution import DecompositionExecutor, StepLog
 from kbqa_lit.pipelines.keqing.matching import TemplateMatcher
@@ -77,6 +78,8 @@ class KeqingRun:
             if config.linking.mode == "predicted"
             else None
         )
+        dc = config.decomposer
+        self.cache = DecompositionCache(dc.cache) if dc.cache and dc.source == "backend" else None
         self.matcher = TemplateMatcher(self.bank.templates, config.matching.encoder, config.matching.cache_dir)
         executor = ChainExecutor(self.store, config.kb.semantics, config.retrieval.max_paths)
         lookup = (lambda name: [eid for eid, _, _ in self.index.lookup(name)]) if self.index is not None else None
@@ -130,9 +133,22 @@ class KeqingRun:
             _, labels = _mentions(view)
             question = slot_question(view.question, labels) if dc.seed_form == "slot" else view.question
             prompts.append(decomposition_prompt(question, dc.instruction or INSTRUCTION))
-        assert dc.backend is not None
-        texts = dc.backend.generate(prompts)
-        return [parse_decomposition(t) for t in texts]
+        return [parse_decomposition(t) for t in self._generate(prompts)]
+
+    def _generate(self, prompts: list[str]) -> list[str]:
+        """The decomposer's outputs, through the response cache when one is configured."""
+        backend = self.config.decomposer.backend
+        assert backend is not None
+        if self.cache is None:
+            return backend.generate(prompts)
+        key = backend.identity
+        found = self.cache.get_many(key, prompts)
+        todo = [p for p in dict.fromkeys(prompts) if p not in found]
+        if todo:
+            fresh = dict(zip(todo, backend.generate(todo), strict=True))
+            self.cache.put_many(key, fresh)
+            found.update(fresh)
+        return [found[p] for p in prompts]
 
     def _tick(self, stage: str, since: float) -> float:
         now = time.perf_counter()
@@ -220,6 +236,8 @@ def run_keqing(config: KeqingConfig, out: str | None = None) -> dict[str, Any]:
                 f.write(json.dumps(record, ensure_ascii=False) + "\n")
             log.info("answered %d/%d", min(i + batch, len(examples)), len(examples))
     os.replace(tmp, target)
+    if pipeline.cache is not None:
+        pipeline.cache.close()
     summary = pipeline.scorer.summary()
     seconds = time.perf_counter() - start
     summary.update(

@@ -100,7 +100,11 @@ def test_a_served_llm_and_a_file_without_gold_fields_give_the_same_answers(world
             "class_path": "kbqa_lit.llm.openai_backend.OpenAICompatibleBackend",
             "init_args": {"base_url": server.base_url, "model": "tiny", "retries": 0, "timeout": 10.0},
         }
-        full = run_keqing(config(world, "served.jsonl", **{"decomposer.backend": backend}))
+        cache = str(world["root"] / "cache.sqlite")
+        full = run_keqing(config(world, "served.jsonl", **{"decomposer.backend": backend, "decomposer.cache": cache}))
+        asked = server.requests
+        again = run_keqing(config(world, "again.jsonl", **{"decomposer.backend": backend, "decomposer.cache": cache}))
+        assert server.requests == asked and again["all"] == full["all"]  # every output came from the cache
         bare = run_keqing(
             config(
                 world,
