@@ -42,6 +42,7 @@ from kbqa_lit.data.fc.composer_examples import (
     training_components,
 )
 from kbqa_lit.data.fc.decoding import pair_rules
+from kbqa_lit.data.linking import inference_view
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.datamodules.fc.seq2seq import FCSeq2SeqDataModule
 from kbqa_lit.datamodules.split_files import canonical_split
@@ -109,7 +110,8 @@ class ComposerDataModule(FCSeq2SeqDataModule):
         if split == "train" or self.hparams.oracle != "none":
             return super().examples(split)
         if split not in self._views:
-            views = super().examples(split)
+            # the FC linker's entities are in meta["fc"]: the views need no linker of their own, only no gold
+            views = [inference_view(ex, self.linking) for ex in self.gold_examples(split)]
             found = [predicted_components(v) for v in views]
             if views and not any(c is not None for c in found):
                 raise UserInputError(
