@@ -36,7 +36,7 @@ from kbqa_lit.data.linking import IndexLinker, inference_view
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.entity_index import EntityIndex
-from kbqa_lit.kb.store import open_store
+from kbqa_lit.kb.store import is_endpoint, open_store
 from kbqa_lit.llm.response_cache import DecompositionCache
 from kbqa_lit.pipelines.keqing.config import KeqingConfig
 from kbqa_lit.pipelines.keqing.execution import DecompositionExecutor, StepLog
@@ -70,8 +70,10 @@ class KeqingRun:
         self.config = config
         self.bank = TemplateBank.load(config.templates)
         self.store = self._open_store()
+        # names for linking, name seeds, reasoning prompts and responses: the embedded store's name index
+        # (cached beside it); an endpoint (Freebase) has none unless linking needs it, and shows ids
         self.index: EntityIndex | None = None
-        if config.linking.mode == "predicted" or config.decomposer.seed_form == "name":
+        if config.linking.mode == "predicted" or not is_endpoint(config.kb.store):
             self.index = EntityIndex.for_store(self.store)
         self.linker = (
             IndexLinker(self.index, config.linking.top_k, config.linking.fuzzy_threshold)
