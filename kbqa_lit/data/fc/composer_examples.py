@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbqa_lit.data.entity_slots import mask_lf, mask_text, topic_slots
-from kbqa_lit.data.fc.composer_inputs import PAIR_KINDS, Pair, composer_input
+from kbqa_lit.data.fc.composer_inputs import MARK_CLASS, MARK_REL, PAIR_KINDS, SEPARATOR, Pair, composer_input
 from kbqa_lit.data.fc.gold_pairs import base_relation, gold_pairs
 from kbqa_lit.data.fc.skeletons import lf_skeleton, top2_skeletons
 from kbqa_lit.data.schema import KBQAExample
@@ -41,6 +41,8 @@ from kbqa_lit.errors import SExprError, UserInputError
 from kbqa_lit.kb.normalize import normalize_sexpr, schema_to_words
 
 FC_META = "fc"
+#: What the composer input says about the KB: the pairs, the bare components, or nothing.
+KNOWLEDGE = ("pairs", "components", "none")
 
 
 @dataclass
@@ -51,11 +53,30 @@ class Components:
         pairs: The pairs, each kind best first (or shuffled at training).
         entities: Entity id → label, in linking order.
         skeletons: The skeleton candidates (top-2).
+        relations: The detected relations, best first (empty: those of the pairs).
+        classes: The detected classes, best first (empty: those of the pairs).
     """
 
     pairs: list[Pair] = field(default_factory=list)
     entities: dict[str, str] = field(default_factory=dict)
     skeletons: list[str] = field(default_factory=list)
+    relations: list[str] = field(default_factory=list)
+    classes: list[str] = field(default_factory=list)
+
+    def bare(self) -> tuple[list[str], list[str]]:
+        """(relations, classes) without their pairing: the detected ones, else those the pairs name."""
+        named: list[str] = []
+        for p in self.pairs:
+            named += (
+                [p.second]
+                if p.kind == "class-relation"
+                else [p.first]
+                if p.kind == "relation-entity"
+                else [p.first, p.second]
+            )
+        rels = self.relations or list(dict.fromkeys(base_relation(x) for x in named))
+        classes = self.classes or list(dict.fromkeys(p.first for p in self.pairs if p.kind == "class-relation"))
+        return rels, classes
 
 
 def item_words(item: str) -> str:
@@ -149,11 +170,13 @@ def predicted_components(ex: KBQAExample) -> Components | None:
         pairs = [Pair(str(k), str(a), str(b), float(s)) for k, a, b, s in found.get("pairs", [])]  # type: ignore[arg-type]
         entities = {str(e): str(label) for e, label in dict(found.get("entities", {})).items()}
         skeletons = [str(s) for s in found.get("skeletons", [])]
+        relations = [str(r) for r in found.get("relations", [])]
+        classes = [str(c) for c in found.get("classes", [])]
     except (TypeError, ValueError, AttributeError) as exc:
         raise UserInputError(f"{ex.qid}: malformed meta[{FC_META!r}]: {exc}") from exc
     if any(p.kind not in PAIR_KINDS for p in pairs):
         raise UserInputError(f"{ex.qid}: meta[{FC_META!r}] has a pair kind outside {PAIR_KINDS}")
-    return Components(pairs, entities, skeletons)
+    return Components(pairs, entities, skeletons, relations, classes)
 
 
 def components_meta(components: Components) -> dict[str, Any]:
@@ -162,6 +185,8 @@ def components_meta(components: Components) -> dict[str, Any]:
         "pairs": [[p.kind, p.first, p.second, p.score] for p in components.pairs],
         "entities": dict(components.entities),
         "skeletons": list(components.skeletons),
+        "relations": list(components.relations),
+        "classes": list(components.classes),
     }
 
 
@@ -178,7 +203,7 @@ def composer_row(
     ex: KBQAExample,
     components: Components,
     gold: KBQAExample | None = None,
-    use_pairs: bool = True,
+    knowledge: str = "pairs",
     use_skeletons: bool = True,
     mask_entities: bool = True,
     max_tokens: int | None = None,
@@ -189,7 +214,9 @@ def composer_row(
         ex: The example as the stage may see it (its question).
         components: What the input names (training or predicted).
         gold: The example the target comes from (default ``ex``).
-        use_pairs: Write the pairs (false: the −knowledge ablation, skeletons and entities only).
+        knowledge: ``pairs`` (the KB-connected pairs), ``components`` (the relations and classes
+            without their pairing, ``[REL]r``/``[CL]c`` after the question: the −knowledge-pairs
+            ablation) or ``none`` (skeletons and entities only: the −knowledge ablation).
         use_skeletons: Write the skeletons (false: the −logical-skeleton ablation).
         mask_entities: Write the entities as slots ``[E0]``... in the input and the target.
         max_tokens: The input's length limit in whitespace words (pairs are cut, worst first).
@@ -200,8 +227,14 @@ def composer_row(
     names = {
         e: slot_of.get(label.lower(), label) if mask_entities else label for e, label in components.entities.items()
     }
-    pairs = [_worded(p) for p in (components.pairs if use_pairs else [])]
+    if knowledge not in KNOWLEDGE:
+        raise UserInputError(f"knowledge must be one of {', '.join(KNOWLEDGE)}, got {knowledge!r}")
+    pairs = [_worded(p) for p in (components.pairs if knowledge == "pairs" else [])]
     question = mask_text(ex.question, slots) if mask_entities else ex.question
+    if knowledge == "components":
+        rels, classes = components.bare()
+        bare = [f"{MARK_CLASS}{item_words(c)}" for c in classes] + [f"{MARK_REL}{item_words(r)}" for r in rels]
+        question = SEPARATOR.join([question, *bare])
     source = composer_input(
         question,
         pairs,
@@ -223,6 +256,7 @@ def composer_row(
 
 __all__ = [
     "FC_META",
+    "KNOWLEDGE",
     "Components",
     "DistractorPool",
     "components_meta",

@@ -18,7 +18,8 @@ the grammar-constrained decoder follows.
   distractors); ``oracle: linking`` keeps the predicted pairs and skeletons with the gold
   entities. Either labels the run an oracle run (:meth:`oracle_inputs`).
 
-Ablations (settings): ``use_pairs: false`` (−knowledge pairs: skeletons and entities only),
+Ablations (settings): ``knowledge: components`` (−knowledge pairs: the detected relations and
+classes without their pairing), ``knowledge: none`` (−knowledge: skeletons and entities only),
 ``use_skeletons: false`` (−logical skeleton).
 
 Constrained decoding at evaluation: :meth:`ComposerDataModule.decoding_rules` gives an example's
@@ -35,6 +36,7 @@ from typing import Any, Literal
 from kbqa_lit.data.entity_slots import topic_slots
 from kbqa_lit.data.fc.composer_examples import (
     FC_META,
+    KNOWLEDGE,
     Components,
     DistractorPool,
     composer_row,
@@ -56,7 +58,7 @@ class ComposerDataModule(FCSeq2SeqDataModule):
     """Composer rows for the seq2seq generator (see the module docstring).
 
     Args:
-        use_pairs: Write the KB-connected pairs into the inputs.
+        knowledge: ``pairs`` (the KB-connected pairs), ``components`` (bare relations and classes) or ``none``.
         use_skeletons: Write the skeleton candidates into the inputs.
         mask_entities: Entities as slots ``[E0]``... in inputs and targets.
         num_distractors: Distractor pairs per kind in training inputs.
@@ -73,7 +75,7 @@ class ComposerDataModule(FCSeq2SeqDataModule):
 
     def __init__(
         self,
-        use_pairs: bool = True,
+        knowledge: Literal["pairs", "components", "none"] = "pairs",
         use_skeletons: bool = True,
         mask_entities: bool = True,
         num_distractors: int = 3,
@@ -85,6 +87,8 @@ class ComposerDataModule(FCSeq2SeqDataModule):
     ) -> None:
         if num_distractors < 0:
             raise UserInputError(f"num_distractors must be >= 0, got {num_distractors}")
+        if knowledge not in KNOWLEDGE:
+            raise UserInputError(f"knowledge must be one of {', '.join(KNOWLEDGE)}, got {knowledge!r}")
         if pair_constraint not in PAIR_MODES:
             raise UserInputError(f"pair_constraint must be one of {', '.join(PAIR_MODES)}, got {pair_constraint!r}")
         self._pool: DistractorPool | None = None
@@ -157,7 +161,7 @@ class ComposerDataModule(FCSeq2SeqDataModule):
                 view,
                 self._components(split, view, gold),
                 gold=gold,
-                use_pairs=hp.use_pairs,
+                knowledge=hp.knowledge,
                 use_skeletons=hp.use_skeletons,
                 mask_entities=hp.mask_entities,
                 max_tokens=hp.max_input_words,

@@ -56,7 +56,7 @@ class ComposerStage:
         max_new_tokens: Longest logical form.
         chain_heads: See :class:`~kbqa_lit.kb.grammar_pairs.PairRules`.
         mask_entities: Entities as slots (as the composer was trained).
-        use_pairs: Write the pairs into the input (as trained).
+        knowledge: ``pairs``, ``components`` or ``none`` in the input (as trained).
         use_skeletons: Write the skeletons into the input (as trained).
         max_input_words: The input's length limit in words.
         batch_size: Questions per ``generate`` call.
@@ -72,7 +72,7 @@ class ComposerStage:
         max_new_tokens: int = 96,
         chain_heads: int = 2,
         mask_entities: bool = True,
-        use_pairs: bool = True,
+        knowledge: Literal["pairs", "components", "none"] = "pairs",
         use_skeletons: bool = True,
         max_input_words: int | None = None,
         batch_size: int = 16,
@@ -85,7 +85,7 @@ class ComposerStage:
         self.num_beams, self.max_new_tokens, self.chain_heads = num_beams, max_new_tokens, chain_heads
         self.row_settings: dict[str, Any] = {
             "mask_entities": mask_entities,
-            "use_pairs": use_pairs,
+            "knowledge": knowledge,
             "use_skeletons": use_skeletons,
             "max_tokens": max_input_words,
         }

@@ -69,9 +69,15 @@ def test_rows_write_items_as_the_target_does_and_mask_entities() -> None:
         "[LF](AND <class> (JOIN (R <rel>) <entity>))"
     )
     assert target == "( and [ music , album ] ( join ( reverse [ music , artist , album ] ) [E0] ) )"
-    plain, named = composer_row(ex, comp, mask_entities=False, use_pairs=False, use_skeletons=False)
+    plain, named = composer_row(ex, comp, mask_entities=False, knowledge="none", use_skeletons=False)
     assert plain == "which albums of Delta; [ENT]Delta" and named.endswith("[ Delta ] ) )")
     assert item_words("(R a.b_c.d)") == "( reverse [ a , b c , d ] )"
+    unpaired, _ = composer_row(ex, comp, knowledge="components", use_skeletons=False)  # the pairs' items, unpaired
+    assert unpaired == "which albums of [E0]; [CL][ music , album ]; [REL][ music , artist , album ]; [ENT][E0]"
+    detected = Components(comp.pairs, comp.entities, [], ["film.film.genre"], ["film.film"])
+    assert composer_row(ex, detected, knowledge="components")[0].startswith("which albums of [E0]; [CL][ film , film ]")
+    with pytest.raises(UserInputError):
+        composer_row(ex, comp, knowledge="everything")
 
 
 def test_predicted_components_round_trip_and_errors() -> None:

@@ -77,8 +77,12 @@ def test_composer_rows_read_the_pipeline_at_evaluation_and_never_the_gold(world)
               "trainer": {"logger": {"init_args": {"name": "logs"}}}}  # fmt: skip
     assert mark_oracle_run(config) and config["trainer"]["logger"]["init_args"]["name"] == "logs-oracle-components"
     assert oracle.row_texts("val")[1][0] != val[1][0]  # the gold components
-    bare = ComposerDataModule(**_args(world, use_pairs=False, use_skeletons=False)).row_texts("val")[1][0]
+    bare = ComposerDataModule(**_args(world, knowledge="none", use_skeletons=False)).row_texts("val")[1][0]
     assert "[REL]" not in bare and "[LF]" not in bare
+    unpaired = ComposerDataModule(**_args(world, knowledge="components")).row_texts("val")[1][0]
+    assert "[CL][ film , film ]; [REL][ film , film , genre ]; [ENT][E0]" in unpaired  # components without pairs
+    with pytest.raises(UserInputError):
+        ComposerDataModule(**_args(world, knowledge="all"))
     with pytest.raises(UserInputError, match="meta"):
         ComposerDataModule(**_args(world, val_file="train.jsonl")).row_texts("val")
 
