@@ -4,8 +4,10 @@
   detection, linking with pruning, the skeleton parser and the pair builder on question files
   (:mod:`kbqa_lit.pipelines.fc.build`) and write them to ``out_dir`` with ``meta["fc"]`` — the
   validation and test files the composer (``configs/fc/composer.yaml``) reads. No gold field is
-  read. Prints per file: questions, the share with a linked entity, with two skeletons, and the
-  mean number of pairs.
+  read. Prints per file: questions, the share with a linked entity, with two skeletons, the
+  mean number of pairs and, when the file has gold S-expressions, the component figures
+  (:func:`~kbqa_lit.pipelines.fc.figures.detection_figures`: relation/class recall@k, entity
+  accuracy, skeleton top-1/top-2, gold-pair coverage).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
     from kbqa_lit.kb.store import open_store
     from kbqa_lit.pipelines.config_files import read_config_mapping
     from kbqa_lit.pipelines.fc.build import build_component_stage, resolve_config
+    from kbqa_lit.pipelines.fc.figures import detection_figures
 
     cfg = resolve_config(read_config_mapping(args.config, "FC"), _overrides(args.set or []))
     files = [Path(f) for f in cfg["files"]]
@@ -69,6 +72,8 @@ def cmd_detect(args: argparse.Namespace) -> int:
                 "with_two_skeletons": sum(len(m["skeletons"]) == 2 for m in metas) / n,
                 "mean_pairs": sum(len(m["pairs"]) for m in metas) / n,
             }
+            if any(ex.s_expression for ex in examples):  # scored after the fact; the stages never read it
+                report["files"][str(path)]["figures"] = detection_figures(examples, annotated)
     finally:
         store.close()
     print_json(report)

@@ -76,6 +76,8 @@ def test_detect_writes_meta_fc_from_checkpoints(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     stats = report["files"][str(world / "dev.jsonl")]
     assert stats["questions"] == 4 and stats["mean_pairs"] > 0
+    figures = stats["figures"]
+    assert figures["questions"] == 4 and 0 <= figures["pair_coverage"] <= 1 and "relation_recall@5" in figures
     rows = list(read_jsonl(out / "dev.jsonl"))
     assert len(rows) == 4 and all(predicted_components(ex) is not None for ex in rows)
     assert all("mentions" in ex.meta[FC_META] for ex in rows)
