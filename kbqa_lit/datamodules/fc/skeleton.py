@@ -14,6 +14,8 @@ parser's beams by :func:`~kbqa_lit.data.fc.skeletons.top2_skeletons`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kbqa_lit.data.fc.composer_examples import FC_META
 from kbqa_lit.data.fc.skeletons import lf_skeleton, mask_mentions, parser_example
 from kbqa_lit.data.schema import KBQAExample
@@ -42,11 +44,16 @@ def _skeleton_or_none(ex: KBQAExample) -> str | None:
 class SkeletonParserDataModule(FCSeq2SeqDataModule):
     """Masked question → skeleton rows for the seq2seq generator (see the module docstring).
 
-    Takes the arguments of :class:`~kbqa_lit.datamodules.fc.seq2seq.FCSeq2SeqDataModule`;
-    ``oracle`` is ``none`` or ``linking`` (evaluation masks the gold mentions).
+    Args:
+        mask_mentions: Mask the mentions (false: the question as it is, for the masked-vs-unmasked figure).
+        **kwargs: The arguments of :class:`~kbqa_lit.datamodules.fc.seq2seq.FCSeq2SeqDataModule`;
+            ``oracle`` is ``none`` or ``linking`` (evaluation masks the gold mentions).
     """
 
     ORACLES = ("none", "linking")
+
+    def __init__(self, mask_mentions: bool = True, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
 
     def row_texts(self, split: str) -> list[tuple[str, str | None]]:
         """``(masked question, skeleton)`` per example of ``split``, in file order."""
@@ -59,10 +66,17 @@ class SkeletonParserDataModule(FCSeq2SeqDataModule):
                 except SExprError:
                     pair = None
                 out.append(pair if pair is not None else (ex.question, None))
-            return out
+            return (
+                out
+                if self.hparams.mask_mentions
+                else [(ex.question, t) for ex, (_, t) in zip(self.gold_examples(split), out, strict=True)]
+            )
         views, golds = self.examples(split), self.gold_examples(split)
         return [
-            (mask_mentions(view.question, inference_mentions(view)), _skeleton_or_none(gold))
+            (
+                mask_mentions(view.question, inference_mentions(view)) if self.hparams.mask_mentions else view.question,
+                _skeleton_or_none(gold),
+            )
             for view, gold in zip(views, golds, strict=True)
         ]
 

@@ -12,7 +12,7 @@ The config (``configs/fc/detect.yaml``) is a mapping; unknown keys are errors::
     linking: {json: null, max_candidates: 50, top_k: 10, prune: true, on_empty: keep}
     pairs: {type_match: kb, reverse_hops: true}
     skeleton: {checkpoint: <.ckpt> or null (no skeletons), class_path: <its LightningModule>,
-               beams: 4, max_new_tokens: 48}
+               beams: 4, max_new_tokens: 48, mask_mentions: true}
 
 The relation inventory is the store's; the class inventory the ontology's classes. Linking is
 the KB's name index (:class:`~kbqa_lit.pipelines.fc.linking.IndexMentionLinker`) or a
@@ -51,7 +51,7 @@ DEFAULTS: dict[str, Any] = {
     "detection": {"recall_size": 100, "top_k": 10},
     "linking": {"json": None, "max_candidates": 50, "top_k": 10, "prune": True, "on_empty": "keep"},
     "pairs": {"type_match": "kb", "reverse_hops": True},
-    "skeleton": {"checkpoint": None, "class_path": None, "beams": 4, "max_new_tokens": 48},
+    "skeleton": {"checkpoint": None, "class_path": None, "beams": 4, "max_new_tokens": 48, "mask_mentions": True},
 }
 
 
@@ -144,7 +144,15 @@ def build_component_stage(cfg: Mapping[str, Any], store: Any) -> ComponentStage:
     if sk["checkpoint"]:
         module_class = _module_class(sk["class_path"])
         parser = load_module_checkpoint(sk["checkpoint"], module_class, hint.format("skeleton_parser")).eval()
-    return ComponentStage(detector, linker, pairs, parser, int(sk["beams"]), int(sk["max_new_tokens"]))
+    return ComponentStage(
+        detector,
+        linker,
+        pairs,
+        parser,
+        int(sk["beams"]),
+        int(sk["max_new_tokens"]),
+        mask_mentions=bool(sk["mask_mentions"]),
+    )
 
 
 __all__ = ["DEFAULTS", "build_component_stage", "resolve_config"]

@@ -60,6 +60,7 @@ class ComponentStage:
         skeleton_beams: Beams of the skeleton parser (the top-2 rule reads them).
         max_new_tokens: Longest skeleton.
         batch_size: Questions per ``generate`` call.
+        mask_mentions: Mask the linked mentions in the parser's input (as it was trained).
     """
 
     def __init__(
@@ -71,6 +72,7 @@ class ComponentStage:
         skeleton_beams: int = 4,
         max_new_tokens: int = 48,
         batch_size: int = 16,
+        mask_mentions: bool = True,
     ) -> None:
         self.detector = detector
         self.linker = linker
@@ -79,6 +81,7 @@ class ComponentStage:
         self.skeleton_beams = max(2, int(skeleton_beams))
         self.max_new_tokens = max_new_tokens
         self.batch_size = batch_size
+        self.mask_mentions = mask_mentions
 
     def run(self, examples: Sequence[KBQAExample]) -> list[Detection]:
         """The detections of ``examples``, in order."""
@@ -90,7 +93,10 @@ class ComponentStage:
         mentions = [[e.mention for e in link.entities] for link in linked]
         skeletons: list[list[str]] = [[] for _ in examples]
         if self.skeleton_parser is not None and examples:
-            masked = [mask_mentions(ex.question, m) for ex, m in zip(examples, mentions, strict=True)]
+            masked = [
+                mask_mentions(ex.question, m) if self.mask_mentions else ex.question
+                for ex, m in zip(examples, mentions, strict=True)
+            ]
             beams = generate_beams(
                 self.skeleton_parser, masked, self.skeleton_beams, self.max_new_tokens, batch_size=self.batch_size
             )

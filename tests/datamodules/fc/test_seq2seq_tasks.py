@@ -59,6 +59,9 @@ def test_skeleton_rows_mask_gold_mentions_at_training_and_predicted_ones_at_eval
     assert any("<entity0>" in s for s, _ in oracle.row_texts("val")[:1])  # the gold mention of row 0
     with pytest.raises(UserInputError):
         SkeletonParserDataModule(**_args(world, oracle="components"))
+    plain = SkeletonParserDataModule(**_args(world, mask_mentions=False))
+    assert plain.row_texts("train")[0] == (gold.question, train[0][1])
+    assert [s for s, _ in plain.row_texts("val")] == [ex.question for ex in plain.gold_examples("val")]
 
 
 def test_composer_rows_read_the_pipeline_at_evaluation_and_never_the_gold(world):
