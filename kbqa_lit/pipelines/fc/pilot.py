@@ -1,0 +1,213 @@
+"""FC-KBQA's pilot study: fine-grained vs coarse ranking of candidate logical forms for 1-hop questions.
+
+The paper's motivating experiment: for each 1-hop question, ``n`` (100) candidate logical forms of
+the same domain, one of them the gold; a **coarse** ranker scores each whole logical form with one
+encoder over ``(question, logical form)``, the **fine** ranker sums the normalised scores of the
+form's components (its relation and class, each from its extractor); top-1 accuracy per
+generalisation level says which generalises.
+
+Our choices (the paper gives no procedure):
+
+- **1-hop**: the gold S-expression names exactly one relation (a class and entities may be there);
+- **candidates** (:func:`candidate_forms`): the gold's structure with its relation and its class
+  replaced by others — the direction of the hop and the entities are kept, so the two rankers
+  choose among the same relation/class fillings — same Freebase domain (first dotted segment) as
+  the gold's relation first, then other domains, ``n`` in all (fewer when the inventory is smaller:
+  a form without a class has at most as many candidates as relations); the order is a seeded
+  shuffle, so a tie is not decided in the gold's favour;
+- **fine score** (:func:`fine_scores`): each extractor's scores of the distinct relations (classes)
+  among the candidates, softmax-normalised over them; a form's score is the sum over its
+  components;
+- **coarse score** (:func:`coarse_scores`): the ranker's score of ``(question, normalised form)``,
+  the form written as the generators read it (:func:`~kbqa_lit.kb.normalize.normalize_sexpr`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from kbqa_lit.data.fc.extractor_texts import schema_domain
+from kbqa_lit.data.schema import KBQAExample
+from kbqa_lit.errors import SExprError, UserInputError
+from kbqa_lit.kb.normalize import normalize_sexpr
+from kbqa_lit.kb.sexpr import Atom, map_atoms, parse_sexpr, schema_items, to_sexpr_string
+
+#: ``(question, item texts or ids) → scores`` (an extractor's or a ranker's ``score``).
+ScoreFn = Callable[[str, Sequence[str]], Sequence[float]]
+
+
+@dataclass(frozen=True)
+class PilotQuestion:
+    """One pilot question and its candidates.
+
+    Attributes:
+        qid: Question id.
+        question: The question text.
+        gold: The gold S-expression.
+        candidates: The candidate S-expressions (the gold among them), in a seeded order.
+        labels: Entity id → label (how the coarse ranker reads the forms).
+        level: Its generalisation level (``None``: unknown).
+    """
+
+    qid: str
+    question: str
+    gold: str
+    candidates: tuple[str, ...]
+    labels: Mapping[str, str]
+    level: str | None = None
+
+
+def is_one_hop(s_expression: str | None) -> bool:
+    """Whether a gold S-expression names exactly one relation (unparseable or missing: no)."""
+    if not s_expression:
+        return False
+    try:
+        return len(schema_items(s_expression).relations) == 1
+    except SExprError:
+        return False
+
+
+def candidate_forms(
+    gold: str, relations: Sequence[str], classes: Sequence[str], n: int = 100, seed: int = 0, key: str = ""
+) -> list[str]:
+    """Up to ``n`` candidate forms of a 1-hop gold (the gold included), in a seeded order.
+
+    Args:
+        gold: The gold S-expression (one relation).
+        relations: The relation inventory.
+        classes: The class inventory.
+        n: Candidates wanted (the paper: 100).
+        seed: The order's and the draw's seed (with ``key``).
+        key: Makes the draw specific to a question (e.g. its qid).
+
+    Raises:
+        UserInputError: When ``gold`` is not a 1-hop form or ``n`` < 1.
+    """
+    if n < 1 or not is_one_hop(gold):
+        raise UserInputError(f"a 1-hop gold S-expression and n >= 1 are needed, got {gold!r}, n={n}")
+    node = parse_sexpr(gold)
+    items = schema_items(node)
+    relation = items.relations[0]
+    klass = items.classes[0] if len(items.classes) == 1 else None
+    same, same_class = schema_domain(relation), schema_domain(klass or "")
+    fillings = [
+        (r, c)
+        for r in [relation, *relations]
+        for c in ([klass, *classes] if klass else [None])
+        if (r, c) != (relation, klass)
+    ]
+    fillings = list(dict.fromkeys(fillings))
+    near = [(r, c) for r, c in fillings if schema_domain(r) == same and (c is None or schema_domain(c) == same_class)]
+    near_set = set(near)
+    far = [f for f in fillings if f not in near_set]
+    rng = random.Random(f"{seed}:{key}")
+    chosen = [(relation, klass), *rng.sample(near, min(len(near), n - 1))]
+    chosen += rng.sample(far, min(len(far), n - len(chosen)))
+
+    def fill(r: str, c: str | None) -> str:
+        def swap(atom: Atom, role: str) -> Atom:
+            if role == "relation":
+                return Atom(r)
+            if role == "class" and c is not None:
+                return Atom(c)
+            return atom
+
+        return to_sexpr_string(map_atoms(node, swap))
+
+    forms = list(dict.fromkeys(fill(r, c) for r, c in chosen))
+    rng.shuffle(forms)
+    return forms
+
+
+def pilot_questions(
+    examples: Iterable[KBQAExample],
+    relations: Sequence[str],
+    classes: Sequence[str],
+    levels: Mapping[str, str | None] | None = None,
+    n: int = 100,
+    seed: int = 0,
+) -> list[PilotQuestion]:
+    """The 1-hop examples as pilot questions with their candidates (others are skipped)."""
+    out = []
+    for ex in examples:
+        if is_one_hop(ex.s_expression):
+            forms = candidate_forms(ex.s_expression or "", relations, classes, n, seed, ex.qid)
+            level = (levels or {}).get(ex.qid)
+            out.append(
+                PilotQuestion(ex.qid, ex.question, ex.s_expression or "", tuple(forms), ex.entity_labels(), level)
+            )
+    return out
+
+
+def _softmax(scores: Sequence[float]) -> list[float]:
+    top = max(scores)
+    exp = [math.exp(s - top) for s in scores]
+    total = sum(exp)
+    return [e / total for e in exp]
+
+
+def fine_scores(q: PilotQuestion, relation_score: ScoreFn, class_score: ScoreFn | None = None) -> list[float]:
+    """Sum of the softmax-normalised component scores of each candidate (see the module docstring).
+
+    Args:
+        q: The question and its candidates.
+        relation_score: The relation extractor's ``score(question, relation ids)``.
+        class_score: The class extractor's (``None``: classes add nothing).
+    """
+    parts = [schema_items(c) for c in q.candidates]
+    normalised: dict[str, float] = {}
+    for kind, fn in (("relations", relation_score), ("classes", class_score)):
+        ids = list(dict.fromkeys(i for p in parts for i in getattr(p, kind)))
+        if ids and fn is not None:
+            normalised.update(zip(ids, _softmax(list(fn(q.question, ids))), strict=True))
+    return [sum(normalised.get(i, 0.0) for i in (*p.relations, *p.classes)) for p in parts]
+
+
+def form_text(form: str, labels: Mapping[str, str]) -> str:
+    """A candidate as the coarse ranker reads it: the normalised form with entity labels."""
+    return normalize_sexpr(form, labels)
+
+
+def coarse_scores(q: PilotQuestion, form_score: ScoreFn) -> list[float]:
+    """The coarse ranker's score of each whole candidate (``form_score`` reads texts: ``LogicalFormRanker.score``)."""
+    return list(form_score(q.question, [form_text(c, q.labels) for c in q.candidates]))
+
+
+def top1_accuracy(
+    questions: Sequence[PilotQuestion], scores: Callable[[PilotQuestion], Sequence[float]]
+) -> dict[str, float | int]:
+    """Top-1 accuracy overall (``all``) and per level, with the question counts (``n_<level>``).
+
+    The top candidate is the first of the highest score in the candidates' (seeded) order.
+    """
+    hits: dict[str, list[int]] = defaultdict(list)
+    for q in questions:
+        s = list(scores(q))
+        best = max(range(len(s)), key=lambda i: (s[i], -i))
+        hit = int(q.candidates[best] == q.gold)
+        hits["all"].append(hit)
+        hits[q.level or "unknown"].append(hit)
+    out: dict[str, float | int] = {}
+    for level, h in sorted(hits.items()):
+        out[level] = sum(h) / len(h)
+        out[f"n_{level}"] = len(h)
+    return out
+
+
+def coarse_training_groups(
+    questions: Sequence[PilotQuestion], negatives: int, seed: int = 0
+) -> list[tuple[str, list[str]]]:
+    """``(question, [gold text, negative texts...])`` groups of training questions for the coarse ranker.
+
+    Negatives are drawn (seeded per question) from the question's own candidates.
+    """
+    groups = []
+    for q in questions:
+        others = [c for c in q.candidates if c != q.gold]
+        drawn = random.Random(f"{seed}:{q.qid}").sample(others, min(negatives, len(others)))
+        groups.append((q.question, [form_text(c, q.labels) for c in (q.gold, *drawn)]))
+    return groups
