@@ -153,6 +153,9 @@ def build_encoder(
         model_type = AutoConfig.from_pretrained(path, local_files_only=local).model_type
         cls = T5EncoderModel if model_type in ("t5", "mt5", "umt5") else AutoModel
         model = cls.from_pretrained(path, local_files_only=local, **overrides)
+        # from_pretrained hands back eval mode; Lightning keeps the modes it finds, so a pretrained
+        # encoder would train without dropout. Built to train, it starts in train mode like a tiny one.
+        model.train()
     elif tiny == "t5":
         model = T5EncoderModel(tiny_t5_config(tokenizer, **overrides))
     elif tiny == "bert":

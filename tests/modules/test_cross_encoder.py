@@ -83,5 +83,7 @@ def test_minilm_loads_offline_and_scores(monkeypatch):
     assert resolve_encoder_path(MINILM).endswith("model")
     model = CrossEncoderRetriever(MINILM)
     assert model.encoder.config.hidden_size == 384
+    # built to train: every module in train mode (dropout on), as for a tiny encoder built from a config
+    assert all(m.training for m in model.encoder.modules())
     scores = model.score("where was the singer born?", ["people.person.place_of_birth", "music.album.genre"])
     assert len(scores) == 2 and all(isinstance(s, float) for s in scores)
