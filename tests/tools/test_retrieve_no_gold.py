@@ -81,7 +81,12 @@ def test_retrieval_reads_no_gold(world, tmp_path: Path, capsys: pytest.CaptureFi
         capsys,
     )  # fmt: skip
     changed = [a.meta.get("decomposition_status") for a, b in zip(rows, read_jsonl(plain), strict=True) if a != b]
-    assert changed and set(changed) == {"ok"}
+    # only predicted [SCHEMA] parts may move a ranking; whether they do depends on the 2-step model's near-ties,
+    # which thread scheduling can flip, so "some did" is not asserted. The gold-source [SCHEMA] parts (in the
+    # full file) are covered by the full-vs-stripped equality above.
+    assert set(changed) <= {"ok"}
+    with_schema = [r for r in rows if r.meta.get("decomposition_status") == "ok" and r.meta.get("decomposition_schema")]
+    assert len(with_schema) >= 2  # the schema-query path ran on predicted parts
     # gold only scores the candidates
     assert summaries["full.rel"]["with_gold"] == 6 and summaries["stripped.rel"]["with_gold"] == 0
     assert summaries["full.ent"]["with_gold"] == 6 and summaries["stripped.ent"]["recall@5"] is None
