@@ -12,6 +12,23 @@ from typing import Any
 from kbqa_lit.errors import DataFormatError, UserInputError
 
 
+def parse_set_pairs(pairs: Iterable[str]) -> dict[str, Any]:
+    """``--set key=value`` pairs as ``{dotted key: YAML value}`` (``kbqa keqing run``, ``kbqa fc detect``).
+
+    Raises:
+        UserInputError: A pair without ``=`` or without a key.
+    """
+    import yaml
+
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UserInputError(f"--set expects key=value (dotted keys), got {pair!r}")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
 def print_json(obj: Any) -> None:
     """Print one JSON document to stdout."""
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=None) + "\n")

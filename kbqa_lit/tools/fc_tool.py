@@ -16,20 +16,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.tools.common import print_json
-
-
-def _overrides(pairs: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UserInputError(f"--set expects key=value (dotted keys), got {pair!r}")
-        out[key.strip()] = yaml.safe_load(value)
-    return out
+from kbqa_lit.tools.common import parse_set_pairs, print_json
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
@@ -42,7 +30,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
     from kbqa_lit.pipelines.fc.build import build_component_stage, resolve_config
     from kbqa_lit.pipelines.fc.figures import detection_figures
 
-    cfg = resolve_config(read_config_mapping(args.config, "FC"), _overrides(args.set or []))
+    cfg = resolve_config(read_config_mapping(args.config, "FC"), parse_set_pairs(args.set or []))
     files = [Path(f) for f in cfg["files"]]
     if not files:
         raise UserInputError("the FC config names no files to annotate")

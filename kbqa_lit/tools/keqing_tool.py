@@ -12,22 +12,9 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
-
-import yaml
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.tools.common import print_json
-
-
-def _overrides(pairs: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UserInputError(f"--set expects key=value (dotted keys), got {pair!r}")
-        out[key.strip()] = yaml.safe_load(value)
-    return out
+from kbqa_lit.tools.common import parse_set_pairs, print_json
 
 
 def cmd_templates(args: argparse.Namespace) -> int:
@@ -90,7 +77,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from kbqa_lit.pipelines.keqing.config import load_keqing_config
     from kbqa_lit.pipelines.keqing.run import run_keqing
 
-    overrides = _overrides(args.set or [])
+    overrides = parse_set_pairs(args.set or [])
     if args.limit is not None:
         overrides["data.limit"] = args.limit
     config = load_keqing_config(args.config, overrides)
