@@ -43,8 +43,8 @@ from kbqa_lit.kb.sexpr import schema_items
 log = logging.getLogger(__name__)
 
 
-def gold_relations(ex: KBQAExample, path: object = "") -> list[str]:
-    """The relations of an example's gold S-expression, in order of first occurrence ([] without one).
+def gold_schema_items(ex: KBQAExample, kind: str, path: object = "") -> list[str]:
+    """The ``relations``/``classes``/``entities`` of an example's gold S-expression, in order ([] without one).
 
     Raises:
         DataFormatError: When the S-expression does not parse (naming the file and the qid).
@@ -52,9 +52,18 @@ def gold_relations(ex: KBQAExample, path: object = "") -> list[str]:
     if not ex.s_expression:
         return []
     try:
-        return list(schema_items(ex.s_expression).relations)
+        return list(getattr(schema_items(ex.s_expression), kind))
     except KBQAError as exc:
         raise DataFormatError(path or "<examples>", ex.qid, f"bad gold S-expression: {exc}") from None
+
+
+def gold_relations(ex: KBQAExample, path: object = "") -> list[str]:
+    """The relations of an example's gold S-expression, in order of first occurrence ([] without one).
+
+    Raises:
+        DataFormatError: When the S-expression does not parse (naming the file and the qid).
+    """
+    return gold_schema_items(ex, "relations", path)
 
 
 class PairCollator:

@@ -33,11 +33,10 @@ from kbqa_lit.backbones.encoders import MINILM, build_encoder_tokenizer
 from kbqa_lit.data.fc.extractor_texts import DEFAULT_NEGATIVES, class_item, relation_item, same_domain_negatives
 from kbqa_lit.data.fc.schema_source import SCHEMA_FILE, load_schema, ontology_classes
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.datamodules.relation_retrieval import PairCollator, RelationRetrievalDataModule
-from kbqa_lit.errors import DataFormatError, KBQAError, UserInputError
+from kbqa_lit.datamodules.relation_retrieval import PairCollator, RelationRetrievalDataModule, gold_schema_items
+from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.ontology import Ontology
 from kbqa_lit.kb.relation_inventory import RelationInventory
-from kbqa_lit.kb.sexpr import schema_items
 
 log = logging.getLogger(__name__)
 EXTRACTOR_KINDS = ("relation", "class")
@@ -49,12 +48,7 @@ def gold_classes(ex: KBQAExample, path: object = "") -> list[str]:
     Raises:
         DataFormatError: When the S-expression does not parse (naming the file and the qid).
     """
-    if not ex.s_expression:
-        return []
-    try:
-        return list(schema_items(ex.s_expression).classes)
-    except KBQAError as exc:
-        raise DataFormatError(path or "<examples>", ex.qid, f"bad gold S-expression: {exc}") from None
+    return gold_schema_items(ex, "classes", path)
 
 
 class ExtractorDataModule(RelationRetrievalDataModule):
