@@ -55,6 +55,8 @@ class Components:
         skeletons: The skeleton candidates (top-2).
         relations: The detected relations, best first (empty: those of the pairs).
         classes: The detected classes, best first (empty: those of the pairs).
+        relation_scores: The extractor's score of each of ``relations`` (empty: not recorded).
+        class_scores: The extractor's score of each of ``classes`` (empty: not recorded).
     """
 
     pairs: list[Pair] = field(default_factory=list)
@@ -62,6 +64,8 @@ class Components:
     skeletons: list[str] = field(default_factory=list)
     relations: list[str] = field(default_factory=list)
     classes: list[str] = field(default_factory=list)
+    relation_scores: list[float] = field(default_factory=list)
+    class_scores: list[float] = field(default_factory=list)
 
     def bare(self) -> tuple[list[str], list[str]]:
         """(relations, classes) without their pairing: the detected ones, else those the pairs name."""
@@ -172,11 +176,17 @@ def predicted_components(ex: KBQAExample) -> Components | None:
         skeletons = [str(s) for s in found.get("skeletons", [])]
         relations = [str(r) for r in found.get("relations", [])]
         classes = [str(c) for c in found.get("classes", [])]
+        relation_scores = [float(x) for x in found.get("relation_scores", [])]
+        class_scores = [float(x) for x in found.get("class_scores", [])]
     except (TypeError, ValueError, AttributeError) as exc:
         raise UserInputError(f"{ex.qid}: malformed meta[{FC_META!r}]: {exc}") from exc
     if any(p.kind not in PAIR_KINDS for p in pairs):
         raise UserInputError(f"{ex.qid}: meta[{FC_META!r}] has a pair kind outside {PAIR_KINDS}")
-    return Components(pairs, entities, skeletons, relations, classes)
+    if (relation_scores and len(relation_scores) != len(relations)) or (
+        class_scores and len(class_scores) != len(classes)
+    ):
+        raise UserInputError(f"{ex.qid}: meta[{FC_META!r}] has scores that do not match its relations or classes")
+    return Components(pairs, entities, skeletons, relations, classes, relation_scores, class_scores)
 
 
 def components_meta(components: Components) -> dict[str, Any]:
@@ -187,6 +197,8 @@ def components_meta(components: Components) -> dict[str, Any]:
         "skeletons": list(components.skeletons),
         "relations": list(components.relations),
         "classes": list(components.classes),
+        "relation_scores": list(components.relation_scores),
+        "class_scores": list(components.class_scores),
     }
 
 

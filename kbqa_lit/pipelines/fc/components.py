@@ -105,7 +105,15 @@ class ComponentStage:
         for d, link, m, sk in zip(detected, linked, mentions, skeletons, strict=True):
             pairs = self.pair_builder.build(d.classes, d.relations, link.entities, sk)
             entities = {e.id: e.label or e.mention for e in link.entities}
-            comp = Components(pairs.all, entities, sk, [r for r, _ in d.relations], [c for c, _ in d.classes])
+            comp = Components(
+                pairs.all,
+                entities,
+                sk,
+                [r for r, _ in d.relations],
+                [c for c, _ in d.classes],
+                [s for _, s in d.relations],
+                [s for _, s in d.classes],
+            )
             out.append(Detection(comp, m, d, link))
         return out
 

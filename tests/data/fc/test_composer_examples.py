@@ -91,3 +91,14 @@ def test_predicted_components_round_trip_and_errors() -> None:
         predicted_components(_ex("r", "q", "", {}, {FC_META: {"pairs": [["entity-entity", "a", "b", 1.0]]}}))
     with pytest.raises(UserInputError):
         predicted_components(_ex("s", "q", "", {}, {FC_META: {"pairs": [["relation-entity", "a"]]}}))
+
+
+def test_predicted_components_keep_the_extractor_scores() -> None:
+    comp = Components(
+        [], {"m.b": "Beta"}, [], ["film.film.genre", "film.film.directed_by"], ["film.film"], [2.5, -1.0], [0.5]
+    )
+    ex = _ex("p", "what genre is Beta", "", {}, {FC_META: components_meta(comp)})
+    assert predicted_components(ex) == comp
+    bad = {**components_meta(comp), "relation_scores": [2.5]}
+    with pytest.raises(UserInputError, match="scores"):
+        predicted_components(_ex("q", "q", "", {}, {FC_META: bad}))
