@@ -22,7 +22,8 @@ the first anchored chain in pre-order (leftmost, outermost first):
 - length 2 → a single relation: ``(JOIN ρ1 (JOIN ρ2 a))`` → ``(JOIN ρ1 a)``, the outer hop kept;
 - longer chains, or no anchored chain: no rewrite.
 
-The second candidate is the rewrite when there is one, else the parser's second beam.
+The second candidate is the rewrite when there is one, else the parser's second beam. Beams that
+are not well-formed skeletons are passed over (the parser's beams are not grammar-constrained).
 Relation paths inside ``ARGMAX``/``ARGMIN``/comparisons are not expressions and never rewritten.
 """
 
@@ -175,11 +176,23 @@ def chain_alternative(skeleton_text: str) -> str | None:
     return render_skeleton(new) if done else None
 
 
+def _parses(text: str) -> bool:
+    try:
+        parse_skeleton(text)
+    except SExprError:
+        return False
+    return True
+
+
 def top2_skeletons(beams: Sequence[str]) -> list[str]:
     """The two skeleton candidates: the top beam, then its chain rewrite or else the second beam.
 
-    A beam that does not parse as a skeleton gets no rewrite (the second beam is used).
+    Beams that do not parse as a skeleton (unbalanced parentheses, text after the expression) are
+    passed over while a later beam parses; when none parses, the top beam is kept as it is and the
+    second beam is used instead of a rewrite.
     """
+    well_formed = [b for b in beams if _parses(b)]
+    beams = well_formed or list(beams)
     if not beams:
         return []
     first = beams[0]

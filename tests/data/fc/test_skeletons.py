@@ -76,7 +76,13 @@ def test_top2_uses_the_rule_else_the_second_beam():
     assert top2_skeletons([one_hop, "(COUNT <class>)"]) == [one_hop, "(JOIN (R <rel>) (JOIN (R <rel>) <entity>))"]
     three = "(JOIN (R <rel>) (JOIN (R <rel>) (JOIN (R <rel>) <entity>)))"
     assert top2_skeletons([three, three, "(COUNT <class>)"]) == [three, "(COUNT <class>)"]
-    assert top2_skeletons(["(JOIN <rel>", "(COUNT <class>)"]) == ["(JOIN <rel>", "(COUNT <class>)"]
+    # malformed beams are passed over while a later one parses; kept when none does
+    assert top2_skeletons(["(JOIN <rel>", "(COUNT <class>)"]) == ["(COUNT <class>)"]
+    assert top2_skeletons(["(JOIN (R <rel>) <entity>))", one_hop, "(COUNT <class>)"]) == [
+        one_hop,
+        "(JOIN (R <rel>) (JOIN (R <rel>) <entity>))",
+    ]
+    assert top2_skeletons(["(JOIN <rel>", "<rel>)"]) == ["(JOIN <rel>", "<rel>)"]
     assert top2_skeletons([three]) == [three] and top2_skeletons([]) == []
 
 
