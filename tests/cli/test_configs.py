@@ -27,6 +27,7 @@ OTHER_YAMLS = {
     "coq/decompose/synthetic_gold.yaml",
     "keqing/run.yaml",
     "fc/detect.yaml",  # tests/pipelines/fc/test_build.py
+    "fc/compose.yaml",  # tests/pipelines/fc/test_composition.py
 }
 PIPELINE_PREFIXES = ("coq/pipeline_", "keqing/pipeline_", "fc/pipeline_")
 

@@ -11,20 +11,24 @@ The config (``configs/fc/detect.yaml``) is a mapping; unknown keys are errors::
     detection: {recall_size: 100, top_k: 10}
     linking: {json: null, max_candidates: 50, top_k: 10, prune: true, on_empty: keep}
     pairs: {type_match: kb, reverse_hops: true}
-    skeleton: {checkpoint: <.ckpt> or null (no skeletons), class_path: <its LightningModule>,
-               beams: 4, max_new_tokens: 48, mask_mentions: true}
+    skeleton: {source: parser | neighbours, checkpoint: <.ckpt> or null (no skeletons),
+               class_path: <its LightningModule>, beams: 4, max_new_tokens: 48, mask_mentions: true,
+               train_files: [train.jsonl], neighbours: 10, encoder: all-MiniLM-L6-v2}   # the last 3: neighbours
 
 The relation inventory is the store's; the class inventory the ontology's classes. Linking is
 the KB's name index (:class:`~kbqa_lit.pipelines.fc.linking.IndexMentionLinker`) or a
 precomputed JSON-lines file (``linking.json``). The skeleton parser is the project's seq2seq
 generator, named by ``skeleton.class_path`` in the config (a system folder imports no other
-system's: the class comes from the config, as in LightningCLI configs).
+system's: the class comes from the config, as in LightningCLI configs); ``source: neighbours``
+ranks the skeletons of the nearest training questions instead
+(:mod:`~kbqa_lit.pipelines.fc.skeleton_neighbours`).
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import lightning as L
@@ -39,6 +43,10 @@ from kbqa_lit.pipelines.fc.components import ComponentStage
 from kbqa_lit.pipelines.fc.detection import ComponentDetector
 from kbqa_lit.pipelines.fc.linking import FCEntityLinker, IndexMentionLinker, JsonMentionLinker, MentionLinker
 from kbqa_lit.pipelines.fc.pairs import PairBuilder
+from kbqa_lit.pipelines.fc.skeleton_neighbours import NeighbourSkeletons
+
+#: Where skeletons come from: the trained seq2seq parser (the paper's) or the nearest training questions.
+SKELETON_SOURCES = ("parser", "neighbours")
 
 #: Sections and their keys with defaults (``None``: required when the section is read).
 DEFAULTS: dict[str, Any] = {
@@ -51,24 +59,38 @@ DEFAULTS: dict[str, Any] = {
     "detection": {"recall_size": 100, "top_k": 10},
     "linking": {"json": None, "max_candidates": 50, "top_k": 10, "prune": True, "on_empty": "keep"},
     "pairs": {"type_match": "kb", "reverse_hops": True},
-    "skeleton": {"checkpoint": None, "class_path": None, "beams": 4, "max_new_tokens": 48, "mask_mentions": True},
+    "skeleton": {
+        "source": "parser",
+        "checkpoint": None,
+        "class_path": None,
+        "beams": 4,
+        "max_new_tokens": 48,
+        "mask_mentions": True,
+        "train_files": [],
+        "neighbours": 10,
+        "encoder": "all-MiniLM-L6-v2",
+    },
 }
 
 
-def resolve_config(raw: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def resolve_config(
+    raw: Mapping[str, Any], overrides: Mapping[str, Any] | None = None, defaults: Mapping[str, Any] = DEFAULTS
+) -> dict[str, Any]:
     """The config with defaults filled in and dotted ``overrides`` (``kb.store=...``) applied.
+
+    ``defaults`` names the sections and keys (:data:`DEFAULTS`: ``kbqa fc detect``'s).
 
     Raises:
         UserInputError: On an unknown section or key, or a section that is not a mapping.
     """
-    cfg: dict[str, Any] = {k: dict(v) if isinstance(v, dict) else v for k, v in DEFAULTS.items()}
+    cfg: dict[str, Any] = {k: dict(v) if isinstance(v, dict) else v for k, v in defaults.items()}
 
     def put(key: str, value: Any) -> None:
         section, _, sub = key.partition(".")
-        if section not in DEFAULTS:
-            raise UserInputError(f"unknown FC config key {key!r}; sections: {', '.join(DEFAULTS)}")
+        if section not in defaults:
+            raise UserInputError(f"unknown FC config key {key!r}; sections: {', '.join(defaults)}")
         if not sub:
-            if isinstance(DEFAULTS[section], dict):
+            if isinstance(defaults[section], dict):
                 if not isinstance(value, Mapping):
                     raise UserInputError(f"FC config section {section!r} must be a mapping")
                 for k, v in value.items():
@@ -76,7 +98,7 @@ def resolve_config(raw: Mapping[str, Any], overrides: Mapping[str, Any] | None =
             else:
                 cfg[section] = value
             return
-        if not isinstance(DEFAULTS[section], dict) or sub not in DEFAULTS[section]:
+        if not isinstance(defaults[section], dict) or sub not in defaults[section]:
             raise UserInputError(f"unknown FC config key {key!r}")
         cfg[section][sub] = value
 
@@ -140,8 +162,17 @@ def build_component_stage(cfg: Mapping[str, Any], store: Any) -> ComponentStage:
     linker = FCEntityLinker(mentions, store, index.degree, int(link["top_k"]), bool(link["prune"]), link["on_empty"])
     pairs = PairBuilder(ontology, store, cfg["pairs"]["type_match"], bool(cfg["pairs"]["reverse_hops"]))
     sk = cfg["skeleton"]
-    parser = None
-    if sk["checkpoint"]:
+    parser: Any = None
+    if sk["source"] not in SKELETON_SOURCES:
+        raise UserInputError(f"skeleton.source must be one of {', '.join(SKELETON_SOURCES)}, got {sk['source']!r}")
+    if sk["source"] == "neighbours":
+        if not sk["train_files"]:
+            raise UserInputError("skeleton.source neighbours needs skeleton.train_files (the training split)")
+        missing = [str(f) for f in sk["train_files"] if not Path(f).is_file()]
+        if missing:
+            raise UserInputError(f"no such skeleton.train_files file: {', '.join(missing)}")
+        parser = NeighbourSkeletons(sk["train_files"], int(sk["neighbours"]), str(sk["encoder"]))
+    elif sk["checkpoint"]:
         module_class = _module_class(sk["class_path"])
         parser = load_module_checkpoint(sk["checkpoint"], module_class, hint.format("skeleton_parser")).eval()
     return ComponentStage(
@@ -155,4 +186,4 @@ def build_component_stage(cfg: Mapping[str, Any], store: Any) -> ComponentStage:
     )
 
 
-__all__ = ["DEFAULTS", "build_component_stage", "resolve_config"]
+__all__ = ["DEFAULTS", "SKELETON_SOURCES", "build_component_stage", "resolve_config"]

@@ -5,7 +5,8 @@
 1. :class:`~kbqa_lit.pipelines.fc.detection.ComponentDetector`: the top-k relations and classes;
 2. :class:`~kbqa_lit.pipelines.fc.linking.FCEntityLinker`: mentions, literals, relation-aware
    pruning against the detected relations;
-3. the skeleton parser (a trained seq2seq part) on the question with the linked mentions masked
+3. the skeleton parser (a trained seq2seq part, or the nearest training questions:
+   :mod:`~kbqa_lit.pipelines.fc.skeleton_neighbours`) on the question with the linked mentions masked
    (:func:`~kbqa_lit.data.fc.skeletons.mask_mentions`), top-2 by the chain rule
    (:func:`~kbqa_lit.data.fc.skeletons.top2_skeletons`); without a parser, no skeletons (the
    −logical-skeleton ablation, and relation–entity pairs are then always built);
@@ -30,6 +31,7 @@ from kbqa_lit.pipelines.fc.detection import ComponentDetector, Detected
 from kbqa_lit.pipelines.fc.generation import Seq2SeqPart, generate_beams
 from kbqa_lit.pipelines.fc.linking import FCEntityLinker, LinkingResult
 from kbqa_lit.pipelines.fc.pairs import PairBuilder
+from kbqa_lit.pipelines.fc.skeleton_neighbours import NeighbourSkeletons
 
 
 @dataclass
@@ -56,7 +58,8 @@ class ComponentStage:
         detector: Relation and class detection.
         linker: Entity linking with relation-aware pruning.
         pair_builder: The KB-connected pairs.
-        skeleton_parser: The trained skeleton parser (``None``: no skeletons).
+        skeleton_parser: The trained skeleton parser, or the nearest-training-question source
+            (:class:`~kbqa_lit.pipelines.fc.skeleton_neighbours.NeighbourSkeletons`; ``None``: no skeletons).
         skeleton_beams: Beams of the skeleton parser (the top-2 rule reads them).
         max_new_tokens: Longest skeleton.
         batch_size: Questions per ``generate`` call.
@@ -68,7 +71,7 @@ class ComponentStage:
         detector: ComponentDetector,
         linker: FCEntityLinker,
         pair_builder: PairBuilder,
-        skeleton_parser: Seq2SeqPart | None = None,
+        skeleton_parser: Seq2SeqPart | NeighbourSkeletons | None = None,
         skeleton_beams: int = 4,
         max_new_tokens: int = 48,
         batch_size: int = 16,
@@ -97,9 +100,12 @@ class ComponentStage:
                 mask_mentions(ex.question, m) if self.mask_mentions else ex.question
                 for ex, m in zip(examples, mentions, strict=True)
             ]
-            beams = generate_beams(
-                self.skeleton_parser, masked, self.skeleton_beams, self.max_new_tokens, batch_size=self.batch_size
-            )
+            if isinstance(self.skeleton_parser, NeighbourSkeletons):
+                beams = self.skeleton_parser.beams(masked)
+            else:
+                beams = generate_beams(
+                    self.skeleton_parser, masked, self.skeleton_beams, self.max_new_tokens, batch_size=self.batch_size
+                )
             skeletons = [top2_skeletons(b) for b in beams]
         out = []
         for d, link, m, sk in zip(detected, linked, mentions, skeletons, strict=True):

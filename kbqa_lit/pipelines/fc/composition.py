@@ -1,0 +1,147 @@
+"""FC-KBQA's composition step over detected question files (``kbqa fc compose``).
+
+``composition`` (a setting; see :mod:`kbqa_lit.pipelines.fc.fill` for why filling exists):
+
+- ``fill``: the first filling (:class:`~kbqa_lit.pipelines.fc.fill.SkeletonFiller`, skeleton by
+  skeleton, best score first) that executes to a non-empty answer;
+- ``generate+fill``: the composer's choice (its first executable constrained beam, read from its
+  ``kbqa test`` predictions, ``generated``) when it executed, else the fillings;
+- ``fill+generate``: the fillings, else the composer's choice.
+
+Reads each question's ``meta["fc"]`` (what ``kbqa fc detect`` wrote) and its text (literals), never a
+gold field; a prediction row names the source of its form (``composition``: ``fill``, ``generate``
+or ``none``) so ``kbqa eval`` and a reader can tell them apart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kbqa_lit.data.fc.composer_examples import predicted_components
+from kbqa_lit.data.fc.literals import detect_literals
+from kbqa_lit.data.schema import KBQAExample
+from kbqa_lit.errors import DataFormatError, UserInputError
+from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
+from kbqa_lit.pipelines.fc.fill import SkeletonFiller
+
+COMPOSITIONS = ("fill", "generate+fill", "fill+generate")
+
+#: ``kbqa fc compose``'s sections and keys with defaults (``None``: required).
+COMPOSE_DEFAULTS: dict[str, Any] = {
+    "file": None,
+    "out": None,
+    "kb": {"store": None, "build_from": []},
+    "composition": "fill",
+    "generated": None,
+    "fill": {"top_relations": 10, "top_classes": 10, "max_candidates": 200, "use_pairs": True, "order": "skeleton"},
+    "max_executions": 100,
+}
+
+
+def read_generated(path: str | Path) -> dict[str, dict[str, Any]]:
+    """The composer's per-question choices by qid, from its ``kbqa test`` predictions file.
+
+    Raises:
+        UserInputError: When the file does not exist.
+        DataFormatError: On a line that is not a JSON object with a ``qid``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UserInputError(f"no such composer predictions file: {path}")
+    found: dict[str, dict[str, Any]] = {}
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataFormatError(path, lineno, f"not JSON: {exc}") from None
+            if not isinstance(row, dict) or "qid" not in row:
+                raise DataFormatError(path, lineno, "expected a JSON object with a 'qid'")
+            found[str(row["qid"])] = row
+    return found
+
+
+class FillComposition:
+    """Answer detected questions by filling (and optionally the composer's choice); see the module docstring.
+
+    Args:
+        filler: Enumerates and ranks the fillings.
+        selector: Executes candidates in order and keeps the first non-empty one.
+        composition: ``fill``, ``generate+fill`` or ``fill+generate``.
+        generated: The composer's choices by qid (required unless ``fill``).
+    """
+
+    def __init__(
+        self,
+        filler: SkeletonFiller,
+        selector: ExecutionGuidedSelector,
+        composition: str = "fill",
+        generated: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        if composition not in COMPOSITIONS:
+            raise UserInputError(f"composition must be one of {', '.join(COMPOSITIONS)}, got {composition!r}")
+        if composition != "fill" and generated is None:
+            raise UserInputError(f"composition {composition!r} needs the composer's predictions (generated: FILE)")
+        self.filler, self.selector, self.composition = filler, selector, composition
+        self.generated = generated or {}
+
+    def _generated(self, ex: KBQAExample) -> dict[str, Any] | None:
+        if self.composition == "fill":
+            return None
+        row = self.generated.get(ex.qid)
+        if row is None:
+            raise UserInputError(f"{ex.qid}: not in the composer's predictions")
+        if not row.get("executable") or not row.get("chosen_sexpr"):
+            return None
+        return {"answers": list(row.get("answers") or []), "s_expression": row["chosen_sexpr"]}
+
+    def answer(self, ex: KBQAExample) -> dict[str, Any]:
+        """The prediction row of one detected question.
+
+        Raises:
+            UserInputError: When the question has no ``meta["fc"]`` (not detected) or is missing
+                from the composer's predictions.
+        """
+        comp = predicted_components(ex)
+        if comp is None:
+            raise UserInputError(f"{ex.qid}: no meta['fc']; run `kbqa fc detect` on the file first")
+        fillings = self.filler.fillings(comp, detect_literals(ex.question))
+        generated = self._generated(ex)
+        row: dict[str, Any] = {"qid": ex.qid, "question": ex.question, "fillings": len(fillings)}
+        if generated is not None and self.composition == "generate+fill":
+            return {**row, **generated, "executable": True, "composition": "generate", "skeleton": None}
+        chosen = self.selector.select(
+            [f.sexpr for f in fillings],
+            semantics=ex.semantics,
+            label_to_ids={},
+            candidates=list(comp.entities.items()),
+        )
+        if chosen.executable and chosen.chosen_beam is not None:
+            return {
+                **row,
+                "answers": chosen.answers,
+                "s_expression": chosen.chosen_sexpr,
+                "executable": True,
+                "composition": "fill",
+                "skeleton": fillings[chosen.chosen_beam].skeleton,
+                "tried": chosen.beams_tried,
+            }
+        if generated is not None:
+            return {**row, **generated, "executable": True, "composition": "generate", "skeleton": None}
+        return {
+            **row,
+            "answers": [],
+            "s_expression": None,
+            "executable": False,
+            "composition": "none",
+            "skeleton": None,
+            "tried": chosen.beams_tried,
+        }
+
+
+__all__ = ["COMPOSE_DEFAULTS", "COMPOSITIONS", "FillComposition", "read_generated"]

@@ -1,0 +1,115 @@
+"""``kbqa fc compose`` and the neighbour skeletons: synthetic world, a real Oxigraph store, the real MiniLM."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from kbqa_lit.cli import run_tools
+from kbqa_lit.data.fc.composer_examples import FC_META, Components, components_meta
+from kbqa_lit.data.fc.gold_pairs import gold_pairs
+from kbqa_lit.data.fc.skeletons import lf_skeleton, mask_mentions, parser_example
+from kbqa_lit.data.schema import read_jsonl, write_jsonl
+from kbqa_lit.data.synthetic import build_world
+from kbqa_lit.errors import UserInputError
+from kbqa_lit.kb.loaders import build_store
+from kbqa_lit.kb.sexpr import schema_items
+from kbqa_lit.pipelines.fc.skeleton_neighbours import NeighbourSkeletons
+from tests.helpers.no_gold import strip_gold
+
+CONFIG = Path(__file__).resolve().parents[3] / "configs" / "fc" / "compose.yaml"
+DISTRACTORS = ["people.person.date_of_birth", "location.location.containedby", "film.film.genre"]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fc_fill")
+    build_world(root / "world", seed=0, size="small")
+    build_store(root / "kb", [root / "world" / "kb.nt"], "nt")
+    return root
+
+
+def _detected(ex, skeletons):
+    """meta.fc as detection would write it when it found the gold parts (best) beside distractors."""
+    rels = [r for r in schema_items(ex.s_expression).relations if r not in DISTRACTORS] + DISTRACTORS
+    comp = Components(
+        gold_pairs(ex.s_expression),
+        dict(ex.topic_entities),
+        skeletons,
+        rels,
+        [],
+        [10.0 - i for i in range(len(rels))],
+        [],
+    )
+    return dataclasses.replace(ex, meta={**ex.meta, FC_META: components_meta(comp)})
+
+
+def _compose(root, file, out, *sets):
+    argv = ["fc", "compose", "--config", str(CONFIG), "--set", f"file={file}", "--set", f"out={out}"]
+    argv += ["--set", f"kb.store={root / 'kb'}"]
+    for s in sets:
+        argv += ["--set", s]
+    return run_tools(argv)
+
+
+def test_compose_answers_from_meta_fc_only_and_names_its_sources(world, tmp_path, capsys):
+    rows = [
+        ex for ex in read_jsonl(world / "world" / "test.jsonl") if lf_skeleton(ex.s_expression).count("<literal>") == 0
+    ][:8]
+    detected = [_detected(ex, [lf_skeleton(ex.s_expression), "(COUNT (JOIN (R <rel>) <entity>))"]) for ex in rows]
+    write_jsonl(detected, tmp_path / "full.jsonl")
+    write_jsonl([strip_gold(ex) for ex in detected], tmp_path / "stripped.jsonl")
+    for name in ("full", "stripped"):
+        assert _compose(world, tmp_path / f"{name}.jsonl", tmp_path / f"{name}.out.jsonl") == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["questions"] == 8 and report["source"] == {"fill": 8} and report["executable"] == 1.0
+    full = [json.loads(line) for line in (tmp_path / "full.out.jsonl").read_text().splitlines()]
+    stripped = [json.loads(line) for line in (tmp_path / "stripped.out.jsonl").read_text().splitlines()]
+    assert full == stripped  # nothing but meta.fc and the question is read
+    for ex, pred in zip(rows, full, strict=True):
+        assert pred["s_expression"] == ex.s_expression and pred["skeleton"] == 0
+        assert sorted(pred["answers"]) == sorted(a.id for a in ex.answers)
+
+    # generate+fill: an executable composer choice is kept, a failed one falls back to filling
+    generated = tmp_path / "generated.jsonl"
+    gen = [{"qid": rows[0].qid, "executable": True, "chosen_sexpr": "(JOIN (R a.b.c) m.x)", "answers": ["m.y"]}]
+    gen += [{"qid": ex.qid, "executable": False, "chosen_sexpr": None, "answers": []} for ex in rows[1:]]
+    generated.write_text("".join(json.dumps(g) + "\n" for g in gen))
+    out = tmp_path / "mixed.jsonl"
+    assert _compose(world, tmp_path / "stripped.jsonl", out, "composition=generate+fill", f"generated={generated}") == 0
+    assert json.loads(capsys.readouterr().out)["source"] == {"generate": 1, "fill": 7}
+    first = json.loads(out.read_text().splitlines()[0])
+    assert first["answers"] == ["m.y"] and first["composition"] == "generate"
+
+    # clear errors: the composer's predictions are needed and must hold every question; meta.fc must be there
+    assert _compose(world, tmp_path / "stripped.jsonl", out, "composition=generate+fill") == 2
+    assert "needs the composer's predictions" in capsys.readouterr().err
+    generated.write_text(json.dumps(gen[0]) + "\n")
+    assert _compose(world, tmp_path / "stripped.jsonl", out, "composition=fill+generate", f"generated={generated}") == 2
+    assert "not in the composer's predictions" in capsys.readouterr().err
+    write_jsonl([strip_gold(ex) for ex in rows[:1]], tmp_path / "undetected.jsonl")
+    assert _compose(world, tmp_path / "undetected.jsonl", out) == 2
+    assert "kbqa fc detect" in capsys.readouterr().err
+    assert _compose(world, tmp_path / "stripped.jsonl", out, "fill.order=best") == 2
+
+
+def test_neighbour_skeletons_vote_with_the_nearest_training_questions(world):
+    train = world / "world" / "train.jsonl"
+    source = NeighbourSkeletons([train], k=5)
+    examples = list(read_jsonl(train))[:5]
+    masked = [parser_example(ex)[0] for ex in examples]
+    beams = source.beams(masked)
+    assert [b[0] for b in beams] == [lf_skeleton(ex.s_expression) for ex in examples]
+    assert all(len(set(b)) == len(b) for b in beams)
+    # a wording no training question has, with a relation none names: still the one-hop structure
+    unseen = source.beams([mask_mentions("What is the official language of Dorelgaria?", ["Dorelgaria"])])
+    assert unseen[0][0] == "(JOIN (R <rel>) <entity>)"
+    with pytest.raises(UserInputError):
+        NeighbourSkeletons([train], k=0)
+    empty = world / "empty.jsonl"
+    write_jsonl([dataclasses.replace(examples[0], s_expression=None)], empty)
+    with pytest.raises(UserInputError, match="S-expressions"):
+        NeighbourSkeletons([empty])
