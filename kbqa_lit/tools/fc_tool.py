@@ -12,6 +12,10 @@
   detected file by filling its skeletons with the KB-connected components, optionally after or
   before the composer's own choice (:mod:`kbqa_lit.pipelines.fc.composition`); writes prediction
   lines ``kbqa eval`` reads (atomically) and prints where each form came from.
+- ``kbqa fc levels --train T --input F --out O [--given keep|ignore]``: write ``F`` with each
+  question's generalisation level against the training split ``T`` in ``meta["level"]``
+  (:mod:`kbqa_lit.data.fc.levels`), for ``kbqa eval --group-by level``. Reads the gold
+  S-expressions: levels are scored after the fact, never an input of a stage.
 """
 
 from __future__ import annotations
@@ -126,6 +130,25 @@ def cmd_compose(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_levels(args: argparse.Namespace) -> int:
+    """``kbqa fc levels``."""
+    import dataclasses
+    from collections import Counter
+
+    from kbqa_lit.data.fc.levels import split_levels
+    from kbqa_lit.data.schema import read_jsonl, write_jsonl
+
+    for path in (args.train, args.input):
+        if not Path(path).is_file():
+            raise UserInputError(f"no such question file: {path}")
+    rows = list(read_jsonl(args.input))
+    levels = split_levels(rows, read_jsonl(args.train), args.given)
+    labelled = [dataclasses.replace(ex, meta={**ex.meta, "level": levels[ex.qid]}) for ex in rows]
+    write_jsonl(labelled, args.out)
+    print_json({"out": str(args.out), "questions": len(rows), "levels": dict(Counter(map(str, levels.values())))})
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``kbqa fc detect`` to the ``kbqa`` parser."""
     fc = subparsers.add_parser(
@@ -145,6 +168,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     compose.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value (dotted key)")
     compose.add_argument("--limit", type=int, default=None, help="only the first N questions")
     compose.set_defaults(func=cmd_compose)
+    levels = sub.add_parser("levels", help="label questions with their generalisation level against a training split")
+    levels.add_argument("--train", required=True, type=Path, help="the training split (gold S-expressions)")
+    levels.add_argument("--input", required=True, type=Path, help="the questions to label")
+    levels.add_argument("--out", required=True, type=Path, help="where to write them, meta.level set")
+    levels.add_argument(
+        "--given", choices=("keep", "ignore"), default="keep", help="keep a level the row states, or always compute"
+    )
+    levels.set_defaults(func=cmd_levels)
 
 
 __all__ = ["register"]

@@ -113,3 +113,18 @@ def test_neighbour_skeletons_vote_with_the_nearest_training_questions(world):
     write_jsonl([dataclasses.replace(examples[0], s_expression=None)], empty)
     with pytest.raises(UserInputError, match="S-expressions"):
         NeighbourSkeletons([empty])
+
+
+def test_levels_label_questions_against_the_training_split(world, tmp_path, capsys):
+    w = world / "world"
+    out = tmp_path / "levels.jsonl"
+    argv = ["fc", "levels", "--train", str(w / "train.jsonl"), "--input", str(w / "test.jsonl"), "--out", str(out)]
+    assert run_tools(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    rows = list(read_jsonl(out))
+    assert report["questions"] == len(rows) == 150
+    # the world's own labels are computed by the same rule against the same training split
+    spelled = {"iid": "i.i.d.", "compositional": "compositional", "zero-shot": "zero-shot"}
+    assert all(ex.meta["level"] == spelled[ex.meta["generalization"]] for ex in rows)
+    assert run_tools([*argv[:2], "--train", str(tmp_path / "none.jsonl"), *argv[4:]]) == 2
+    assert "no such question file" in capsys.readouterr().err

@@ -42,6 +42,11 @@ def test_training_chain_follows_its_question_and_kb_files(tmp_path: Path, capsys
     data, callback = printed["data"]["init_args"], printed["trainer"]["callbacks"][-1]["init_args"]
     assert (data["data_dir"], data["test_file"]) == (f"{work}/world", f"{work}/detected/test.jsonl")
     assert (callback["store"], callback["build_from"], callback["constrained"]) == (f"{work}/kb", [], "datamodule")
+    nb = _sets(commands["detect_neighbours"].argv)
+    assert nb["kb.store"] == f"{work}/kb" and nb["skeleton.train_files"] == f"[{work}/world/train.jsonl]"
+    fill = _sets(commands["fill"].argv)
+    assert (fill["file"], fill["kb.store"]) == (f"{work}/detected_nb/test.jsonl", f"{work}/kb")
+    assert _value(commands["scores"].argv, "--gold") == f"{work}/world/test_levels.jsonl"
 
 
 def test_evaluation_chain_reads_trained_parts_and_its_own_files(
@@ -56,7 +61,7 @@ def test_evaluation_chain_reads_trained_parts_and_its_own_files(
         "configs": str(CONFIGS),
     }
     commands = {c.step: c for c in load_pipeline(CONFIGS / "fc" / "pipeline_grailqa_eval.yaml", overrides).commands()}
-    assert list(commands) == ["questions", "kb", "detect", "answers"]
+    assert list(commands) == ["questions", "kb", "detect", "answers", "detect_neighbours", "fill", "levels", "scores"]
     assert _value(commands["questions"].argv, "--input") == str(questions) and commands["kb"].argv[-1] == str(kb_file)
     sets = _sets(commands["detect"].argv)
     assert sets["kb.store"] == f"{work}/kb" and sets["relation_extractor"].startswith(str(parts))
@@ -64,3 +69,7 @@ def test_evaluation_chain_reads_trained_parts_and_its_own_files(
     printed = _printed(commands["answers"].argv, capsys)
     assert printed["data"]["init_args"]["test_file"] == f"{work}/detected/test.jsonl"
     assert printed["trainer"]["callbacks"][-1]["init_args"]["store"] == f"{work}/kb"
+    nb = _sets(commands["detect_neighbours"].argv)
+    assert nb["kb.store"] == f"{work}/kb" and nb["skeleton.train_files"] == f"[{parts}/world/train.jsonl]"
+    assert _sets(commands["fill"].argv)["kb.store"] == f"{work}/kb"
+    assert _value(commands["levels"].argv, "--train") == f"{parts}/world/train.jsonl"
