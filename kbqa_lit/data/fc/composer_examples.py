@@ -57,6 +57,8 @@ class Components:
         classes: The detected classes, best first (empty: those of the pairs).
         relation_scores: The extractor's score of each of ``relations`` (empty: not recorded).
         class_scores: The extractor's score of each of ``classes`` (empty: not recorded).
+        skeleton_beams: The skeleton source's whole ranked list (well-formed beams or voted skeletons),
+            of which ``skeletons`` are the top-2 (empty: not recorded); filling may fall back on them.
     """
 
     pairs: list[Pair] = field(default_factory=list)
@@ -66,6 +68,7 @@ class Components:
     classes: list[str] = field(default_factory=list)
     relation_scores: list[float] = field(default_factory=list)
     class_scores: list[float] = field(default_factory=list)
+    skeleton_beams: list[str] = field(default_factory=list)
 
     def bare(self) -> tuple[list[str], list[str]]:
         """(relations, classes) without their pairing: the detected ones, else those the pairs name."""
@@ -178,6 +181,7 @@ def predicted_components(ex: KBQAExample) -> Components | None:
         classes = [str(c) for c in found.get("classes", [])]
         relation_scores = [float(x) for x in found.get("relation_scores", [])]
         class_scores = [float(x) for x in found.get("class_scores", [])]
+        skeleton_beams = [str(x) for x in found.get("skeleton_beams", [])]
     except (TypeError, ValueError, AttributeError) as exc:
         raise UserInputError(f"{ex.qid}: malformed meta[{FC_META!r}]: {exc}") from exc
     if any(p.kind not in PAIR_KINDS for p in pairs):
@@ -186,7 +190,7 @@ def predicted_components(ex: KBQAExample) -> Components | None:
         class_scores and len(class_scores) != len(classes)
     ):
         raise UserInputError(f"{ex.qid}: meta[{FC_META!r}] has scores that do not match its relations or classes")
-    return Components(pairs, entities, skeletons, relations, classes, relation_scores, class_scores)
+    return Components(pairs, entities, skeletons, relations, classes, relation_scores, class_scores, skeleton_beams)
 
 
 def components_meta(components: Components) -> dict[str, Any]:
@@ -199,6 +203,7 @@ def components_meta(components: Components) -> dict[str, Any]:
         "classes": list(components.classes),
         "relation_scores": list(components.relation_scores),
         "class_scores": list(components.class_scores),
+        "skeleton_beams": list(components.skeleton_beams),
     }
 
 

@@ -176,6 +176,11 @@ def chain_alternative(skeleton_text: str) -> str | None:
     return render_skeleton(new) if done else None
 
 
+def well_formed(beams: Sequence[str]) -> list[str]:
+    """The beams that parse as skeletons, in order, without repeats."""
+    return list(dict.fromkeys(b for b in beams if _parses(b)))
+
+
 def _parses(text: str) -> bool:
     try:
         parse_skeleton(text)
@@ -214,4 +219,5 @@ __all__ = [
     "parser_example",
     "render_skeleton",
     "top2_skeletons",
+    "well_formed",
 ]

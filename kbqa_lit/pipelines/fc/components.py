@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kbqa_lit.data.fc.composer_examples import FC_META, Components, components_meta
-from kbqa_lit.data.fc.skeletons import mask_mentions, top2_skeletons
+from kbqa_lit.data.fc.skeletons import mask_mentions, top2_skeletons, well_formed
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.pipelines.fc.detection import ComponentDetector, Detected
 from kbqa_lit.pipelines.fc.generation import Seq2SeqPart, generate_beams
@@ -95,6 +95,7 @@ class ComponentStage:
         ]
         mentions = [[e.mention for e in link.entities] for link in linked]
         skeletons: list[list[str]] = [[] for _ in examples]
+        ranked: list[list[str]] = [[] for _ in examples]
         if self.skeleton_parser is not None and examples:
             masked = [
                 mask_mentions(ex.question, m) if self.mask_mentions else ex.question
@@ -107,8 +108,9 @@ class ComponentStage:
                     self.skeleton_parser, masked, self.skeleton_beams, self.max_new_tokens, batch_size=self.batch_size
                 )
             skeletons = [top2_skeletons(b) for b in beams]
+            ranked = [well_formed(b) for b in beams]
         out = []
-        for d, link, m, sk in zip(detected, linked, mentions, skeletons, strict=True):
+        for d, link, m, sk, more in zip(detected, linked, mentions, skeletons, ranked, strict=True):
             pairs = self.pair_builder.build(d.classes, d.relations, link.entities, sk)
             entities = {e.id: e.label or e.mention for e in link.entities}
             comp = Components(
@@ -119,6 +121,7 @@ class ComponentStage:
                 [c for c, _ in d.classes],
                 [s for _, s in d.relations],
                 [s for _, s in d.classes],
+                more,
             )
             out.append(Detection(comp, m, d, link))
         return out

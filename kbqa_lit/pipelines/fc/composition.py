@@ -36,7 +36,14 @@ COMPOSE_DEFAULTS: dict[str, Any] = {
     "kb": {"store": None, "build_from": []},
     "composition": "fill",
     "generated": None,
-    "fill": {"top_relations": 10, "top_classes": 10, "max_candidates": 200, "use_pairs": True, "order": "skeleton"},
+    "fill": {
+        "top_relations": 10,
+        "top_classes": 10,
+        "max_candidates": 200,
+        "use_pairs": True,
+        "order": "skeleton",
+        "extra_skeletons": 0,
+    },
     "max_executions": 100,
 }
 

@@ -29,7 +29,9 @@ sum first within one (the parser decides the structure, the extractors the items
 skeletons' fillings together by the *mean* over their relation and class slots (ties: skeleton
 order), so a two-hop filling of two well-scored relations outranks a one-hop filling of a poorly
 scored one, and a one-hop filling of the best relation outranks a chain that adds a poor one.
-Execution (the caller's) then rejects what the KB does not answer.
+Execution (the caller's) then rejects what the KB does not answer. With ``extra_skeletons`` = n > 0,
+the next n skeletons of the source's ranked list (``skeleton_beams``, beyond the top-2) are filled too,
+after all fillings of the top-2 (a fallback when none of those executes).
 """
 
 from __future__ import annotations
@@ -170,6 +172,7 @@ class SkeletonFiller:
         max_candidates: Fillings kept per skeleton, best first.
         use_pairs: Apply the pair constraints (``False``: any combination; an ablation).
         order: ``skeleton`` or ``mean`` (see the module docstring).
+        extra_skeletons: Skeletons of the ranked list beyond the top-2 filled as a fallback.
 
     Raises:
         UserInputError: On an unknown ``order``.
@@ -182,10 +185,12 @@ class SkeletonFiller:
         max_candidates: int = 200,
         use_pairs: bool = True,
         order: str = "skeleton",
+        extra_skeletons: int = 0,
     ) -> None:
         if order not in ORDERS:
             raise UserInputError(f"fill order must be one of {', '.join(ORDERS)}, got {order!r}")
         self.order = order
+        self.extra_skeletons = max(0, int(extra_skeletons))
         self.top_relations = top_relations
         self.top_classes = top_classes
         self.max_candidates = max_candidates
@@ -193,8 +198,15 @@ class SkeletonFiller:
 
     def fillings(self, components: Components, literals: Sequence[LiteralMention] = ()) -> list[Filling]:
         """Every skeleton's fillings, skeleton by skeleton, best score first; malformed skeletons give none."""
+        extra = [b for b in components.skeleton_beams if b not in components.skeletons][: self.extra_skeletons]
+        main = self._fillings(components, components.skeletons, literals, 0)
+        return main + self._fillings(components, extra, literals, len(components.skeletons))
+
+    def _fillings(
+        self, components: Components, skeletons: Sequence[str], literals: Sequence[LiteralMention], first: int
+    ) -> list[Filling]:
         out: list[Filling] = []
-        for k, text in enumerate(components.skeletons):
+        for k, text in enumerate(skeletons, start=first):
             try:
                 template = _template(text)
             except SExprError:

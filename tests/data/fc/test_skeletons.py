@@ -12,6 +12,7 @@ from kbqa_lit.data.fc.skeletons import (
     parser_example,
     render_skeleton,
     top2_skeletons,
+    well_formed,
 )
 from kbqa_lit.errors import SExprError
 from tests.helpers.toy import born_in
@@ -91,3 +92,8 @@ def test_parser_training_pairs_mask_the_topic_entities():
     assert parser_example(ex) == ("Where was <entity0> born?", "(JOIN (R <rel>) <entity>)")
     ex.s_expression = None
     assert parser_example(ex) is None
+
+
+def test_well_formed_keeps_parsing_beams_once_in_order():
+    one_hop = "(JOIN (R <rel>) <entity>)"
+    assert well_formed(["(JOIN <rel>", one_hop, "(COUNT <class>)", one_hop]) == [one_hop, "(COUNT <class>)"]

@@ -99,3 +99,12 @@ def test_order_skeleton_first_or_by_mean_and_malformed_skeletons_are_skipped():
 def test_rank_scores_when_the_file_has_none():
     comp = _comp(["(JOIN (R <rel>) <entity>)"], scores=())
     assert [f.sexpr.split()[2][:-1] for f in SkeletonFiller().fillings(comp)] == RELS
+
+
+def test_extra_skeletons_of_the_ranked_list_come_after_the_top2():
+    comp = _comp(["(JOIN (R <rel>) <entity>)"])
+    comp.skeleton_beams = ["(JOIN (R <rel>) <entity>)", "(COUNT (JOIN (R <rel>) <entity>))", "(JOIN <rel> <entity>)"]
+    assert {f.skeleton for f in SkeletonFiller().fillings(comp)} == {0}
+    found = SkeletonFiller(extra_skeletons=1, order="mean").fillings(comp)
+    assert [f.skeleton for f in found] == [0, 0, 0, 1, 1, 1]  # the fallback stays after the top-2, in both orders
+    assert found[-1].sexpr.startswith("(COUNT (JOIN (R ")
