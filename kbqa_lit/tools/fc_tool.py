@@ -76,6 +76,24 @@ def cmd_detect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_generated(path: str) -> dict[str, dict[str, Any]]:
+    """The composer's per-question choices by qid, from its ``kbqa test`` predictions file.
+
+    Raises:
+        UserInputError: When the file does not exist.
+        DataFormatError: On a line that is not a JSON object with a ``qid``.
+    """
+    from kbqa_lit.errors import DataFormatError
+    from kbqa_lit.tools.common import iter_json_lines
+
+    found: dict[str, dict[str, Any]] = {}
+    for lineno, row in iter_json_lines(path):
+        if "qid" not in row:
+            raise DataFormatError(Path(path), lineno, "expected a JSON object with a 'qid'")
+        found[str(row["qid"])] = row
+    return found
+
+
 def cmd_compose(args: argparse.Namespace) -> int:
     """``kbqa fc compose``."""
     import time
@@ -87,7 +105,7 @@ def cmd_compose(args: argparse.Namespace) -> int:
     from kbqa_lit.pipelines.config_files import read_config_mapping
     from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
     from kbqa_lit.pipelines.fc.build import resolve_config
-    from kbqa_lit.pipelines.fc.composition import COMPOSE_DEFAULTS, FillComposition, read_generated
+    from kbqa_lit.pipelines.fc.composition import COMPOSE_DEFAULTS, FillComposition
     from kbqa_lit.pipelines.fc.fill import SkeletonFiller
     from kbqa_lit.tools.common import write_json_lines_atomic
 
@@ -100,7 +118,7 @@ def cmd_compose(args: argparse.Namespace) -> int:
         raise UserInputError(f"no such question file: {path} (a file written by `kbqa fc detect`)")
     if not cfg["kb"]["store"]:
         raise UserInputError("the FC compose config needs kb.store")
-    generated = read_generated(cfg["generated"]) if cfg["generated"] else None
+    generated = _read_generated(cfg["generated"]) if cfg["generated"] else None
     filler = SkeletonFiller(**cfg["fill"])
     if cfg["kb"]["build_from"]:
         ensure_store(cfg["kb"]["store"], cfg["kb"]["build_from"])

@@ -15,15 +15,13 @@ or ``none``) so ``kbqa eval`` and a reader can tell them apart.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from kbqa_lit.data.fc.composer_examples import predicted_components
 from kbqa_lit.data.fc.literals import detect_literals
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.errors import DataFormatError, UserInputError
+from kbqa_lit.errors import UserInputError
 from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
 from kbqa_lit.pipelines.fc.fill import SkeletonFiller
 
@@ -46,31 +44,6 @@ COMPOSE_DEFAULTS: dict[str, Any] = {
     },
     "max_executions": 100,
 }
-
-
-def read_generated(path: str | Path) -> dict[str, dict[str, Any]]:
-    """The composer's per-question choices by qid, from its ``kbqa test`` predictions file.
-
-    Raises:
-        UserInputError: When the file does not exist.
-        DataFormatError: On a line that is not a JSON object with a ``qid``.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise UserInputError(f"no such composer predictions file: {path}")
-    found: dict[str, dict[str, Any]] = {}
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataFormatError(path, lineno, f"not JSON: {exc}") from None
-            if not isinstance(row, dict) or "qid" not in row:
-                raise DataFormatError(path, lineno, "expected a JSON object with a 'qid'")
-            found[str(row["qid"])] = row
-    return found
 
 
 class FillComposition:
@@ -151,4 +124,4 @@ class FillComposition:
         }
 
 
-__all__ = ["COMPOSE_DEFAULTS", "COMPOSITIONS", "FillComposition", "read_generated"]
+__all__ = ["COMPOSE_DEFAULTS", "COMPOSITIONS", "FillComposition"]

@@ -8,9 +8,10 @@ question, not its relations, and the installed pretrained sentence encoder (all-
 already places "what is the official language of <entity0>" next to "what is the capital of
 <entity0>". So this source embeds the masked question (:func:`~kbqa_lit.data.fc.skeletons.mask_mentions`
 with the linked mentions; the training side masks its topic-entity labels, as the parser is
-trained), takes the ``k`` most similar training questions (cosine of mean-pooled embeddings,
-:class:`~kbqa_lit.pipelines.keqing.matching.TemplateMatcher`) and ranks their skeletons by the sum of
-their similarities. The ranked list plays the part of the parser's beams: the top-2 rule
+trained; each ``<entityK>`` read as the neutral word ``something``), takes the ``k`` most similar
+training questions (cosine of mean-pooled embeddings,
+:class:`~kbqa_lit.backbones.sentence_encoder.SentenceEncoder`) and ranks their skeletons by the sum
+of their similarities. The ranked list plays the part of the parser's beams: the top-2 rule
 (:func:`~kbqa_lit.data.fc.skeletons.top2_skeletons`) applies unchanged.
 
 Its reach is the training split's skeletons: a question whose structure no training question has
@@ -23,19 +24,20 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+import torch
+
 from kbqa_lit.backbones.common import MINILM
+from kbqa_lit.backbones.sentence_encoder import SentenceEncoder
 from kbqa_lit.data.fc.skeletons import parser_example
-from kbqa_lit.data.keqing.decomposition import MASK
 from kbqa_lit.data.schema import read_jsonl
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.pipelines.keqing.matching import TemplateMatcher
 
 _ENTITY_MASK_RE = re.compile(r"<entity\d+>")
 
 
 def _slot_text(masked_question: str) -> str:
-    """``<entity0>``... as the matcher's neutral slot (``[mask]``, read as an ordinary noun phrase)."""
-    return _ENTITY_MASK_RE.sub(MASK, masked_question)
+    """``<entity0>``... as a neutral noun (``something``), so the slot reads as an ordinary noun phrase."""
+    return " ".join(_ENTITY_MASK_RE.sub("something", masked_question).split())
 
 
 class NeighbourSkeletons:
@@ -45,7 +47,6 @@ class NeighbourSkeletons:
         train_files: Question files with gold S-expressions (the training split).
         k: Neighbours that vote.
         encoder: Sentence encoder (``all-MiniLM-L6-v2`` offline).
-        cache_dir: Folder of the embedding cache (``None``: none).
 
     Raises:
         UserInputError: When the files hold no question with an S-expression, or ``k < 1``.
@@ -56,7 +57,6 @@ class NeighbourSkeletons:
         train_files: Iterable[str | Path],
         k: int = 10,
         encoder: str = MINILM,
-        cache_dir: str | Path | None = None,
     ) -> None:
         if k < 1:
             raise UserInputError(f"skeleton neighbours k must be >= 1, got {k}")
@@ -65,14 +65,19 @@ class NeighbourSkeletons:
             raise UserInputError("skeleton.source neighbours needs training questions with S-expressions")
         self.k = k
         self.skeletons = [s for _, s in pairs]
-        self.matcher = TemplateMatcher([_slot_text(q) for q, _ in pairs], encoder, cache_dir, exact=False)
+        self.encoder = SentenceEncoder(encoder)
+        self.train_embeddings = self.encoder.encode([_slot_text(q) for q, _ in pairs])
 
     def beams(self, masked_questions: Sequence[str]) -> list[list[str]]:
         """Each question's skeletons, most voted first (the sum of its neighbours' cosine similarities)."""
+        if not masked_questions:
+            return []
+        scores = self.encoder.encode([_slot_text(q) for q in masked_questions]) @ self.train_embeddings.T
+        values, indices = torch.topk(scores, min(self.k, len(self.skeletons)), dim=1)
         out = []
-        for found in self.matcher.top_k([_slot_text(q) for q in masked_questions], self.k):
+        for row_values, row_indices in zip(values.tolist(), indices.tolist(), strict=True):
             votes: dict[str, float] = {}
-            for i, score in found:
+            for i, score in zip(row_indices, row_values, strict=True):
                 votes[self.skeletons[i]] = votes.get(self.skeletons[i], 0.0) + score
             out.append(sorted(votes, key=lambda s: -votes[s]))
         return out

