@@ -13,7 +13,7 @@ The config (``configs/fc/detect.yaml``) is a mapping; unknown keys are errors::
     pairs: {type_match: kb, reverse_hops: true}
     skeleton: {source: parser | neighbours, checkpoint: <.ckpt> or null (no skeletons),
                class_path: <its LightningModule>, beams: 4, max_new_tokens: 48, mask_mentions: true,
-               train_files: [train.jsonl], neighbours: 10, encoder: all-MiniLM-L6-v2}   # the last 3: neighbours
+               train_files: [train.jsonl], neighbours: 20, vote: max, encoder: all-MiniLM-L6-v2}  # last 4: neighbours
 
 The relation inventory is the store's; the class inventory the ontology's classes. Linking is
 the KB's name index (:class:`~kbqa_lit.pipelines.fc.linking.IndexMentionLinker`) or a
@@ -67,7 +67,8 @@ DEFAULTS: dict[str, Any] = {
         "max_new_tokens": 48,
         "mask_mentions": True,
         "train_files": [],
-        "neighbours": 10,
+        "neighbours": 20,
+        "vote": "max",
         "encoder": "all-MiniLM-L6-v2",
     },
 }
@@ -171,7 +172,7 @@ def build_component_stage(cfg: Mapping[str, Any], store: Any) -> ComponentStage:
         missing = [str(f) for f in sk["train_files"] if not Path(f).is_file()]
         if missing:
             raise UserInputError(f"no such skeleton.train_files file: {', '.join(missing)}")
-        parser = NeighbourSkeletons(sk["train_files"], int(sk["neighbours"]), str(sk["encoder"]))
+        parser = NeighbourSkeletons(sk["train_files"], int(sk["neighbours"]), str(sk["encoder"]), str(sk["vote"]))
     elif sk["checkpoint"]:
         module_class = _module_class(sk["class_path"])
         parser = load_module_checkpoint(sk["checkpoint"], module_class, hint.format("skeleton_parser")).eval()

@@ -32,6 +32,8 @@ from kbqa_lit.data.fc.skeletons import parser_example
 from kbqa_lit.data.schema import read_jsonl
 from kbqa_lit.errors import UserInputError
 
+#: How the neighbours rank their skeletons.
+VOTES = ("max", "sum")
 _ENTITY_MASK_RE = re.compile(r"<entity\d+>")
 
 
@@ -47,6 +49,8 @@ class NeighbourSkeletons:
         train_files: Question files with gold S-expressions (the training split).
         k: Neighbours that vote.
         encoder: Sentence encoder (``all-MiniLM-L6-v2`` offline).
+        vote: ``max`` — skeletons ranked by their nearest neighbour's similarity (the nearest training
+            question's skeleton first); ``sum`` — by the sum of their neighbours' similarities.
 
     Raises:
         UserInputError: When the files hold no question with an S-expression, or ``k < 1``.
@@ -55,9 +59,13 @@ class NeighbourSkeletons:
     def __init__(
         self,
         train_files: Iterable[str | Path],
-        k: int = 10,
+        k: int = 20,
         encoder: str = MINILM,
+        vote: str = "max",
     ) -> None:
+        if vote not in VOTES:
+            raise UserInputError(f"skeleton neighbours vote must be one of {', '.join(VOTES)}, got {vote!r}")
+        self.vote = vote
         if k < 1:
             raise UserInputError(f"skeleton neighbours k must be >= 1, got {k}")
         pairs = [p for f in train_files for ex in read_jsonl(f) if (p := parser_example(ex)) is not None]
@@ -69,7 +77,7 @@ class NeighbourSkeletons:
         self.train_embeddings = self.encoder.encode([_slot_text(q) for q, _ in pairs])
 
     def beams(self, masked_questions: Sequence[str]) -> list[list[str]]:
-        """Each question's skeletons, most voted first (the sum of its neighbours' cosine similarities)."""
+        """Each question's skeletons among its ``k`` nearest training questions, best first (see ``vote``)."""
         if not masked_questions:
             return []
         scores = self.encoder.encode([_slot_text(q) for q in masked_questions]) @ self.train_embeddings.T
@@ -78,9 +86,12 @@ class NeighbourSkeletons:
         for row_values, row_indices in zip(values.tolist(), indices.tolist(), strict=True):
             votes: dict[str, float] = {}
             for i, score in zip(row_indices, row_values, strict=True):
-                votes[self.skeletons[i]] = votes.get(self.skeletons[i], 0.0) + score
+                if self.vote == "sum":
+                    votes[self.skeletons[i]] = votes.get(self.skeletons[i], 0.0) + score
+                else:  # max: the first (nearest) neighbour of a skeleton decides its place
+                    votes.setdefault(self.skeletons[i], score)
             out.append(sorted(votes, key=lambda s: -votes[s]))
         return out
 
 
-__all__ = ["NeighbourSkeletons"]
+__all__ = ["VOTES", "NeighbourSkeletons"]

@@ -107,8 +107,12 @@ def test_neighbour_skeletons_vote_with_the_nearest_training_questions(world):
     # a wording no training question has, with a relation none names: still the one-hop structure
     unseen = source.beams([mask_mentions("What is the official language of Dorelgaria?", ["Dorelgaria"])])
     assert unseen[0][0] == "(JOIN (R <rel>) <entity>)"
+    summed = NeighbourSkeletons([train], k=5, vote="sum").beams(masked)
+    assert all(set(s) == set(m) for s, m in zip(summed, beams, strict=True))  # the same skeletons, ranked otherwise
     with pytest.raises(UserInputError):
         NeighbourSkeletons([train], k=0)
+    with pytest.raises(UserInputError, match="vote"):
+        NeighbourSkeletons([train], vote="mode")
     empty = world / "empty.jsonl"
     write_jsonl([dataclasses.replace(examples[0], s_expression=None)], empty)
     with pytest.raises(UserInputError, match="S-expressions"):
