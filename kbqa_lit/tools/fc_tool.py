@@ -15,7 +15,9 @@
 - ``kbqa fc levels --train T --input F --out O [--given keep|ignore]``: write ``F`` with each
   question's generalisation level against the training split ``T`` in ``meta["level"]``
   (:mod:`kbqa_lit.data.fc.levels`), for ``kbqa eval --group-by level``. Reads the gold
-  S-expressions: levels are scored after the fact, never an input of a stage.
+  S-expressions: levels are scored after the fact, never an input of a stage. With ``--store``, also
+  ``meta["kbcheck"]``: what the gold S-expression gives on that KB (``exact``, ``extra``, ``missing``,
+  ``none``), so ``kbqa eval --group-by kbcheck`` scores the questions a mini-KB can answer.
 """
 
 from __future__ import annotations
@@ -162,8 +164,22 @@ def cmd_levels(args: argparse.Namespace) -> int:
     rows = list(read_jsonl(args.input))
     levels = split_levels(rows, read_jsonl(args.train), args.given)
     labelled = [dataclasses.replace(ex, meta={**ex.meta, "level": levels[ex.qid]}) for ex in rows]
+    report: dict[str, Any] = {"out": str(args.out), "questions": len(rows)}
+    report["levels"] = dict(Counter(map(str, levels.values())))
+    if args.store:
+        from kbqa_lit.kb.store import open_store
+        from kbqa_lit.pipelines.fc.kb_check import gold_kbcheck
+
+        store = open_store(args.store)
+        try:
+            labelled = [
+                dataclasses.replace(ex, meta={**ex.meta, "kbcheck": gold_kbcheck(ex, store)}) for ex in labelled
+            ]
+        finally:
+            store.close()
+        report["kbcheck"] = dict(Counter(ex.meta["kbcheck"] for ex in labelled))
     write_jsonl(labelled, args.out)
-    print_json({"out": str(args.out), "questions": len(rows), "levels": dict(Counter(map(str, levels.values())))})
+    print_json(report)
     return 0
 
 
@@ -192,6 +208,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     levels.add_argument("--out", required=True, type=Path, help="where to write them, meta.level set")
     levels.add_argument(
         "--given", choices=("keep", "ignore"), default="keep", help="keep a level the row states, or always compute"
+    )
+    levels.add_argument(
+        "--store",
+        default=None,
+        help="also execute each gold S-expression on this KB store and write meta.kbcheck (exact/extra/missing/none)",
     )
     levels.set_defaults(func=cmd_levels)
 

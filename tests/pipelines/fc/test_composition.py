@@ -12,11 +12,13 @@ from kbqa_lit.cli import run_tools
 from kbqa_lit.data.fc.composer_examples import FC_META, Components, components_meta
 from kbqa_lit.data.fc.gold_pairs import gold_pairs
 from kbqa_lit.data.fc.skeletons import lf_skeleton, mask_mentions, parser_example
-from kbqa_lit.data.schema import read_jsonl, write_jsonl
+from kbqa_lit.data.schema import Answer, read_jsonl, write_jsonl
 from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.kb.sexpr import schema_items
+from kbqa_lit.kb.store import open_store
+from kbqa_lit.pipelines.fc.kb_check import gold_kbcheck
 from kbqa_lit.pipelines.fc.skeleton_neighbours import NeighbourSkeletons
 from tests.helpers.no_gold import strip_gold
 
@@ -132,3 +134,15 @@ def test_levels_label_questions_against_the_training_split(world, tmp_path, caps
     assert all(ex.meta["level"] == spelled[ex.meta["generalization"]] for ex in rows)
     assert run_tools([*argv[:2], "--train", str(tmp_path / "none.jsonl"), *argv[4:]]) == 2
     assert "no such question file" in capsys.readouterr().err
+    # --store: what each gold S-expression gives on the KB (the world's answers are the KB's)
+    assert run_tools([*argv, "--store", str(world / "kb")]) == 0
+    assert json.loads(capsys.readouterr().out)["kbcheck"] == {"exact": 150}
+    store = open_store(world / "kb")
+    try:
+        ex = rows[0]
+        assert gold_kbcheck(dataclasses.replace(ex, answers=ex.answers[:-1]), store) == "extra"
+        assert gold_kbcheck(dataclasses.replace(ex, answers=[*ex.answers, Answer("m.nowhere")]), store) == "missing"
+        assert gold_kbcheck(dataclasses.replace(ex, s_expression="(JOIN (R"), store) == "none"
+        assert gold_kbcheck(dataclasses.replace(ex, s_expression=None), store) == "none"
+    finally:
+        store.close()
