@@ -47,6 +47,8 @@ from kbqa_lit.errors import SExprError, UserInputError
 from kbqa_lit.kb.sexpr import SKELETON_TOKENS
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
+#: Fillings enumerated at most per skeleton (a guard for skeletons with many unconstrained slots).
+MAX_ENUMERATED = 100_000
 #: How fillings of different skeletons are ordered.
 ORDERS = ("skeleton", "mean")
 REL, CLASS = SKELETON_TOKENS["relation"], SKELETON_TOKENS["class"]
@@ -270,8 +272,13 @@ class SkeletonFiller:
                 return (hop[3:-1] if hop.startswith("(R ") else hop) in re_pairs[value]
             return True
 
+        budget = [MAX_ENUMERATED]
+
         def search(i: int, values: list[str], score: float) -> Iterator[tuple[float, list[str]]]:
+            if budget[0] <= 0:
+                return
             if i == len(slots):
+                budget[0] -= 1
                 yield score, list(values)
                 return
             for value, lp in options(i):

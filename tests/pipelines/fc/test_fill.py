@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import kbqa_lit.pipelines.fc.fill as fill_module
 from kbqa_lit.data.fc.composer_examples import Components
 from kbqa_lit.data.fc.composer_inputs import Pair
 from kbqa_lit.data.fc.literals import detect_literals
@@ -108,3 +109,9 @@ def test_extra_skeletons_of_the_ranked_list_come_after_the_top2():
     found = SkeletonFiller(extra_skeletons=1, order="mean").fillings(comp)
     assert [f.skeleton for f in found] == [0, 0, 0, 1, 1, 1]  # the fallback stays after the top-2, in both orders
     assert found[-1].sexpr.startswith("(COUNT (JOIN (R ")
+
+
+def test_enumeration_is_bounded(monkeypatch):
+    monkeypatch.setattr(fill_module, "MAX_ENUMERATED", 5)
+    comp = _comp(["(AND (JOIN <rel> <entity>) (JOIN <rel> <entity>))"], entities={"m.a": "A", "m.b": "B"})
+    assert len(SkeletonFiller(use_pairs=False).fillings(comp)) == 5
