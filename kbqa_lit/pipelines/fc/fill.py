@@ -14,7 +14,8 @@ them by the parts' own scores — the paper's *fine ranker* (its pilot study) ov
 - ``<class>``: one of the detected classes;
 - ``<entity>``: one of the linked entities, distinct within a form;
 - ``<literal>``: one of the question's literals (:func:`~kbqa_lit.data.fc.literals.detect_literals`),
-  typed by where it stands (:func:`literal_forms`), distinct within a form.
+  typed by where it stands (:func:`literal_forms`), distinct within a form; a TC's literal may also be
+  ``NOW`` (after the question's own: "current team" names no year).
 
 **Constraints** — the middle-grained pairs (``meta["fc"]["pairs"]``): two nested hops
 ``(JOIN h1 (JOIN h2 …))`` are a ``P_r-r`` pair (two backward hops are stored as the forward pair
@@ -47,6 +48,8 @@ from kbqa_lit.errors import SExprError, UserInputError
 from kbqa_lit.kb.sexpr import SKELETON_TOKENS
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
+#: A time constraint's "at present" (``(TC x r NOW)``: "current team"), tried after the question's literals.
+NOW = "NOW"
 #: Fillings enumerated at most per skeleton (a guard for skeletons with many unconstrained slots).
 MAX_ENUMERATED = 100_000
 #: How fillings of different skeletons are ordered.
@@ -249,7 +252,8 @@ class SkeletonFiller:
                 return list(zip(classes, class_lp, strict=True))
             if slot.kind == "entity":
                 return [(e, 0.0) for e in entities]
-            return [(form, 0.0) for lit in literals for form in literal_forms(lit, slot.in_tc)]
+            forms = [(form, 0.0) for lit in literals for form in literal_forms(lit, slot.in_tc)]
+            return [*forms, (NOW, 0.0)] if slot.in_tc else forms
 
         def allowed(i: int, value: str, values: list[str]) -> bool:
             slot = slots[i]
