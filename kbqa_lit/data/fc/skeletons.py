@@ -196,8 +196,7 @@ def top2_skeletons(beams: Sequence[str]) -> list[str]:
     passed over while a later beam parses; when none parses, the top beam is kept as it is and the
     second beam is used instead of a rewrite.
     """
-    well_formed = [b for b in beams if _parses(b)]
-    beams = well_formed or list(beams)
+    beams = well_formed(beams) or list(beams)
     if not beams:
         return []
     first = beams[0]
