@@ -42,6 +42,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from kbqa_lit.data.fc.composer_examples import Components
+from kbqa_lit.data.fc.gold_pairs import base_relation, reverse_hop
 from kbqa_lit.data.fc.literals import LiteralMention
 from kbqa_lit.data.fc.skeletons import Node, parse_skeleton
 from kbqa_lit.errors import SExprError, UserInputError
@@ -242,10 +243,9 @@ class SkeletonFiller:
                 re_pairs.setdefault(p.second, set()).add(p.first)
         slots = template.slots
 
-        def options(i: int) -> list[tuple[str, float]]:
-            slot = slots[i]
+        def options(slot: _Slot) -> list[tuple[str, float]]:
             if slot.kind == "hop":
-                return [(f"(R {r})" if slot.reverse else r, lp) for r, lp in zip(rels, rel_lp, strict=True)]
+                return [(reverse_hop(r) if slot.reverse else r, lp) for r, lp in zip(rels, rel_lp, strict=True)]
             if slot.kind == "attr":
                 return list(zip(rels, rel_lp, strict=True))
             if slot.kind == "class":
@@ -265,17 +265,19 @@ class SkeletonFiller:
                 if slot.outer_hop is not None:
                     outer = values[slot.outer_hop]
                     ok = (outer, value) in rr or (
-                        outer.startswith("(R ") and value.startswith("(R ") and (value[3:-1], outer[3:-1]) in rr
+                        outer.startswith("(R ")
+                        and value.startswith("(R ")
+                        and (base_relation(value), base_relation(outer)) in rr
                     )
                     if not ok:
                         return False
                 if slot.klass is not None and (values[slot.klass], value) not in cr:
                     return False
             if slot.kind == "entity" and slot.hop is not None and value in re_pairs:
-                hop = values[slot.hop]
-                return (hop[3:-1] if hop.startswith("(R ") else hop) in re_pairs[value]
+                return base_relation(values[slot.hop]) in re_pairs[value]
             return True
 
+        slot_options = [options(slot) for slot in slots]  # a slot's options do not depend on the others
         budget = [MAX_ENUMERATED]
 
         def search(i: int, values: list[str], score: float) -> Iterator[tuple[float, list[str]]]:
@@ -285,7 +287,7 @@ class SkeletonFiller:
                 budget[0] -= 1
                 yield score, list(values)
                 return
-            for value, lp in options(i):
+            for value, lp in slot_options[i]:
                 if allowed(i, value, values):
                     values.append(value)
                     yield from search(i + 1, values, score + lp)
