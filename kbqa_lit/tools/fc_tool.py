@@ -30,12 +30,26 @@ from kbqa_lit.errors import UserInputError
 from kbqa_lit.tools.common import parse_set_pairs, print_json
 
 
+def _open_kb(kb: dict[str, Any]) -> Any:
+    """The store of an FC config's ``kb`` section (built first from ``build_from`` when it names files).
+
+    Raises:
+        UserInputError: Without ``kb.store``.
+    """
+    from kbqa_lit.kb.loaders import ensure_store
+    from kbqa_lit.kb.store import open_store
+
+    if not kb["store"]:
+        raise UserInputError("the FC config needs kb.store")
+    if kb["build_from"]:
+        ensure_store(kb["store"], kb["build_from"])
+    return open_store(kb["store"])
+
+
 def cmd_detect(args: argparse.Namespace) -> int:
     """``kbqa fc detect``."""
     from kbqa_lit.data.fc.composer_examples import FC_META
     from kbqa_lit.data.schema import read_jsonl, write_jsonl
-    from kbqa_lit.kb.loaders import ensure_store
-    from kbqa_lit.kb.store import open_store
     from kbqa_lit.pipelines.config_files import read_config_mapping
     from kbqa_lit.pipelines.fc.build import build_component_stage, resolve_config
     from kbqa_lit.pipelines.fc.figures import detection_figures
@@ -47,12 +61,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
         raise UserInputError(f"no such question file: {', '.join(missing)}")
-    store_spec = cfg["kb"]["store"]
-    if not store_spec:
-        raise UserInputError("the FC config needs kb.store")
-    if cfg["kb"]["build_from"]:
-        ensure_store(store_spec, cfg["kb"]["build_from"])
-    store = open_store(store_spec)
+    store = _open_kb(cfg["kb"])
     report: dict[str, Any] = {"out_dir": cfg["out_dir"], "files": {}}
     try:
         stage = build_component_stage(cfg, store)
@@ -102,8 +111,6 @@ def cmd_compose(args: argparse.Namespace) -> int:
     from collections import Counter
 
     from kbqa_lit.data.schema import read_jsonl
-    from kbqa_lit.kb.loaders import ensure_store
-    from kbqa_lit.kb.store import open_store
     from kbqa_lit.pipelines.config_files import read_config_mapping
     from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
     from kbqa_lit.pipelines.fc.build import resolve_config
@@ -118,13 +125,9 @@ def cmd_compose(args: argparse.Namespace) -> int:
     path = Path(cfg["file"])
     if not path.is_file():
         raise UserInputError(f"no such question file: {path} (a file written by `kbqa fc detect`)")
-    if not cfg["kb"]["store"]:
-        raise UserInputError("the FC compose config needs kb.store")
     generated = _read_generated(cfg["generated"]) if cfg["generated"] else None
     filler = SkeletonFiller(**cfg["fill"])
-    if cfg["kb"]["build_from"]:
-        ensure_store(cfg["kb"]["store"], cfg["kb"]["build_from"])
-    store = open_store(cfg["kb"]["store"])
+    store = _open_kb(cfg["kb"])
     start = time.perf_counter()
     try:
         selector = ExecutionGuidedSelector(store, max_beams=int(cfg["max_executions"]))
