@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import nn
 from transformers import (
     AutoConfig,
@@ -184,6 +185,12 @@ def encoder_from_config(config: Mapping[str, Any]) -> nn.Module:
     return AutoModel.from_config(AutoConfig.for_model(model_type, **fields))
 
 
+def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Average ``hidden`` (batch, length, dim) over the positions where ``mask`` is 1 (mean pooling)."""
+    m = mask.to(hidden.dtype).unsqueeze(-1)
+    return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
+
+
 __all__ = [
     "ENCODER_SPECIALS",
     "MINILM",
@@ -191,6 +198,7 @@ __all__ = [
     "build_encoder",
     "build_encoder_tokenizer",
     "encoder_from_config",
+    "masked_mean",
     "resolve_encoder_path",
     "train_wordpiece_tokenizer",
 ]

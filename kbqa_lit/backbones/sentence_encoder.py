@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from kbqa_lit.backbones.common import MINILM, load_source
-from kbqa_lit.backbones.encoders import resolve_encoder_path
+from kbqa_lit.backbones.encoders import masked_mean, resolve_encoder_path
 from kbqa_lit.errors import UserInputError
 
 
@@ -86,9 +86,7 @@ class SentenceEncoder:
                 max_length=self.max_length,
                 return_tensors="pt",
             ).to(self.device)
-            hidden = self.model(**batch).last_hidden_state
-            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            pooled = masked_mean(self.model(**batch).last_hidden_state, batch["attention_mask"])
             out.append(torch.nn.functional.normalize(pooled, p=2, dim=1).float().cpu())
         self.encoded_texts += len(texts)
         return torch.cat(out) if out else torch.zeros(0, self.dim)

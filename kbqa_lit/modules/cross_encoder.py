@@ -33,7 +33,7 @@ from torchmetrics import MeanMetric
 from transformers import AutoConfig, AutoModel, PreTrainedTokenizerBase
 
 from kbqa_lit.backbones.common import tokenizer_files, tokenizer_from_files
-from kbqa_lit.backbones.encoders import MINILM, build_encoder, build_encoder_tokenizer
+from kbqa_lit.backbones.encoders import MINILM, build_encoder, build_encoder_tokenizer, masked_mean
 from kbqa_lit.kb.normalize import schema_to_words
 from kbqa_lit.modules.training_setup import decay_groups, warmup_schedule
 
@@ -97,8 +97,7 @@ class CrossEncoderRetriever(LightningModule):
         if self.hparams.pooling == "cls":
             pooled = hidden[:, 0]
         else:
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+            pooled = masked_mean(hidden, attention_mask)
         return self.head(self.dropout(pooled)).squeeze(-1)
 
     def _batch_scores(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:

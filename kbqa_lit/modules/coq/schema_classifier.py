@@ -37,7 +37,7 @@ from torchmetrics.classification import BinaryF1Score, BinaryPrecision, BinaryRe
 from transformers import PreTrainedTokenizerBase
 
 from kbqa_lit.backbones.common import architecture_signature, tokenizer_files, tokenizer_from_files
-from kbqa_lit.backbones.encoders import build_encoder, encoder_from_config
+from kbqa_lit.backbones.encoders import build_encoder, encoder_from_config, masked_mean
 from kbqa_lit.backbones.seq2seq import build_tokenizer
 from kbqa_lit.data.coq.classifier_texts import ENT_TASK, REL_TASK, entity_item_relations, entity_text, relation_text
 from kbqa_lit.modules.training_setup import decay_groups, warmup_schedule
@@ -45,12 +45,6 @@ from kbqa_lit.modules.training_setup import decay_groups, warmup_schedule
 log = logging.getLogger(__name__)
 
 TASKS = {REL_TASK: "rel", ENT_TASK: "ent"}
-
-
-def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Average ``hidden`` (batch, length, dim) over the positions where ``mask`` is 1."""
-    m = mask.to(hidden.dtype).unsqueeze(-1)
-    return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
 
 
 def _metrics(threshold: float) -> MetricCollection:
@@ -315,4 +309,4 @@ class SchemaClassifier(LightningModule):
                 self._build_network(lambda: encoder_from_config(stored))
 
 
-__all__ = ["SchemaClassifier", "masked_mean"]
+__all__ = ["SchemaClassifier"]

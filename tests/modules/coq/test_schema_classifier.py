@@ -7,12 +7,13 @@ import torch
 import torch.nn.functional as F
 from lightning.pytorch import Trainer, seed_everything
 
+from kbqa_lit.backbones.encoders import masked_mean
 from kbqa_lit.data.schema import read_jsonl, write_jsonl
 from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.datamodules.coq.classifier import SchemaDataModule
 from kbqa_lit.datamodules.coq.classifier_inputs import ENT_TASK, REL_TASK
 from kbqa_lit.kb.loaders import build_store
-from kbqa_lit.modules.coq.schema_classifier import SchemaClassifier, masked_mean
+from kbqa_lit.modules.coq.schema_classifier import SchemaClassifier
 from tests.helpers.tiny import TINY_T5
 
 TINY = TINY_T5
