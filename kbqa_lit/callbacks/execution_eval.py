@@ -32,16 +32,10 @@ so the topic-entity slots and the label map of denormalisation never read gold e
 named ``oracle_{val,test}_predictions_epoch{E}.jsonl``; each row records its ``linking`` and the
 ``linked`` entities.
 
-Constrained decoding (``constrained``): ``grammar`` passes a
-:class:`~kbqa_lit.backbones.constrained.GrammarLogitsProcessor` over
-:class:`~kbqa_lit.kb.grammar.SExprGrammar` to ``generate_lf`` so every beam is a well-formed
-normalised S-expression (or a prefix of one, when cut off); ``schema`` also restricts relations
-and classes to the store's (its relation inventory and its ``type.object.type`` classes) and
-entity brackets to the question's linked entities (the inference view's ``topic_entities`` and
-``meta["entity_candidates"]``; never gold fields) and its slots ``[E0]``...; ``datamodule`` adds the
-rule sets the datamodule's ``decoding_rules(example)`` gives for each question to the well-formedness
-grammar (FC-KBQA's KB-connected pairs: :meth:`~kbqa_lit.datamodules.fc.composer.ComposerDataModule.decoding_rules`).
-Each row records its ``constrained`` mode.
+Constrained decoding (``constrained``: ``grammar``, ``schema`` or ``datamodule``) passes a
+:class:`~kbqa_lit.backbones.constrained.GrammarLogitsProcessor` to ``generate_lf``; the rule sets
+of each mode are in :mod:`kbqa_lit.callbacks.constrained_decoding` (never gold fields). Each row
+records its ``constrained`` mode.
 
 Separately trained generators (``answer_model``): the LF beams come from the module under test and
 the answer texts from a second generator checkpoint (CoQ's "separately trained" ablation: an
@@ -62,8 +56,6 @@ dropped and the metrics recomputed from the unique rows, with a warning.
 
 from __future__ import annotations
 
-import json
-import os
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -72,27 +64,32 @@ from typing import Any, Literal
 
 import lightning as L
 import torch
-from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
+from lightning.pytorch.utilities import rank_zero_warn
 from lightning.pytorch.utilities.warnings import PossibleUserWarning
-from torchmetrics import Metric
 from transformers import LogitsProcessorList
 
-from kbqa_lit.backbones.constrained import GrammarLogitsProcessor, TokenIndex
 from kbqa_lit.callbacks.answer_source import SeparateAnswerModel
-from kbqa_lit.data.entity_slots import SLOT_TOKENS, topic_slots, unmask_lf
+from kbqa_lit.callbacks.constrained_decoding import ConstrainedDecoding
+from kbqa_lit.callbacks.eval_rows import (
+    SelectionCounts,
+    atomic_write_jsonl,
+    gather_rows,
+    log_wandb_table,
+    metrics_from_rows,
+    unique_sorted,
+)
+from kbqa_lit.callbacks.eval_timing import EpochTimer, log_timing
+from kbqa_lit.data.entity_slots import unmask_lf
 from kbqa_lit.data.gold import gold_parses, gold_sexprs
 from kbqa_lit.data.linking import ORACLE_PREFIX
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError
 from kbqa_lit.kb.cache import ExecutionCache
-from kbqa_lit.kb.grammar import BaseRules, EntityRules, SchemaRules, SExprGrammar, entity_bracket
-from kbqa_lit.kb.iri import NS, TYPE_RELATION, is_schema_id
 from kbqa_lit.kb.loaders import ensure_store
 from kbqa_lit.kb.normalize import invert_labels
-from kbqa_lit.kb.relation_inventory import RelationInventory
 from kbqa_lit.kb.store import is_endpoint, open_store
 from kbqa_lit.metrics.answer_metrics import AnswerMetrics
-from kbqa_lit.metrics.functional import QuestionScore, mean_scores, score_question, sum_scores
+from kbqa_lit.metrics.functional import QuestionScore, score_question
 from kbqa_lit.metrics.lf_match import load_reverse_properties, logical_form_em
 from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector, KBNameLookup, Selection, names_of
 
@@ -108,64 +105,6 @@ LOGGED = ("f1", "hit1", "hit1_any", "em", "executable", "fallback_rate", "exec_c
 ROW_BEAMS = 5
 ROW_ERRORS = 5
 _ERROR_CHARS = 300
-
-
-class SelectionCounts(Metric):
-    """Sum states the answer metrics do not hold: fallbacks and execution-cache hits/misses."""
-
-    full_state_update = False
-    fallback: torch.Tensor
-    n: torch.Tensor
-    cache_hits: torch.Tensor
-    cache_misses: torch.Tensor
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        for name in ("fallback", "n", "cache_hits", "cache_misses"):
-            self.add_state(name, default=torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
-
-    def update(self, fallback: int = 0, n: int = 0, cache_hits: int = 0, cache_misses: int = 0) -> None:
-        """Add counts."""
-        for name, value in (
-            ("fallback", fallback),
-            ("n", n),
-            ("cache_hits", cache_hits),
-            ("cache_misses", cache_misses),
-        ):
-            setattr(self, name, getattr(self, name) + float(value))
-
-    def compute(self) -> dict[str, torch.Tensor]:
-        """Return ``fallback_rate`` (per question) and ``exec_cache_hit_rate`` (per store lookup)."""
-        lookups = self.cache_hits + self.cache_misses
-        return {
-            "fallback_rate": self.fallback / self.n.clamp(min=1.0),
-            "exec_cache_hit_rate": self.cache_hits / lookups.clamp(min=1.0),
-        }
-
-
-def _atomic_write_jsonl(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-        tmp.replace(path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
-def _gather_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """All ranks' rows on every rank (the local rows when not distributed)."""
-    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
-        return list(rows)
-    world = torch.distributed.get_world_size()
-    if world == 1:
-        return list(rows)
-    parts: list[list[dict[str, Any]] | None] = [None] * world
-    torch.distributed.all_gather_object(parts, rows)
-    return [row for part in parts for row in (part or [])]
 
 
 class ExecutionGuidedEval(L.Callback):
@@ -258,14 +197,11 @@ class ExecutionGuidedEval(L.Callback):
         self.map_answers_by_name = map_answers_by_name
         self.build_from = [build_from] if isinstance(build_from, str) else list(build_from or [])
         self.build_format = build_format
-        if constrained not in ("none", "grammar", "schema", "datamodule"):
-            raise ValueError(f"constrained must be none, grammar, schema or datamodule, got {constrained!r}")
+        self._decoding = ConstrainedDecoding(constrained, self.num_beams, self.max_new_tokens)
         self.constrained = constrained
         self.lf_generation = bool(lf_generation)
         self.answer_model = None if answer_model is None else str(answer_model)
         self._answers = None if answer_model is None else SeparateAnswerModel(answer_model)
-        self._token_index: TokenIndex | None = None
-        self._schema_rules: SchemaRules | None = None
         self.kb: Any = None
         self.selector: ExecutionGuidedSelector | None = None
         self.names: KBNameLookup | None = None
@@ -283,7 +219,7 @@ class ExecutionGuidedEval(L.Callback):
         self.last_duplicates = 0
         #: Seconds per part of the last finished epoch on this process (see the module docstring).
         self.last_timing: dict[str, float] = {}
-        self._times: dict[str, float] = {}
+        self._timer = EpochTimer()
         self._quiet: warnings.catch_warnings | None = None
 
     # -- life cycle ----------------------------------------------------------------------
@@ -355,7 +291,8 @@ class ExecutionGuidedEval(L.Callback):
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(kb=None, selector=None, names=None, _quiet=None, _token_index=None, _schema_rules=None)
+        state.update(kb=None, selector=None, names=None, _quiet=None)
+        state["_decoding"] = ConstrainedDecoding(self.constrained, self.num_beams, self.max_new_tokens)
         return state
 
     # -- epoch hooks ---------------------------------------------------------------------
@@ -369,9 +306,7 @@ class ExecutionGuidedEval(L.Callback):
         self._examples = None
         info = self.kb.cache_info() if self.kb is not None and hasattr(self.kb, "cache_info") else {}
         self._cache_start = (int(info.get("hits", 0)), int(info.get("misses", 0)))
-        self._times = dict.fromkeys(("generate", "select", "bookkeeping", "questions"), 0.0)
-        self._times["start"] = time.perf_counter()
-        self._times["execute_start"] = self.selector.execute_seconds if self.selector is not None else 0.0
+        self._timer.start(self._execute_seconds())
 
     def on_validation_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Reset the epoch's state."""
@@ -454,51 +389,6 @@ class ExecutionGuidedEval(L.Callback):
             self._examples = list(dm.examples(split))
         return self._examples
 
-    def _processor(
-        self, pl_module: L.LightningModule, batch: Any, examples: Sequence[KBQAExample]
-    ) -> GrammarLogitsProcessor | None:
-        """The batch's constrained-decoding processor (``None`` when ``constrained`` is ``none``)."""
-        if self.constrained == "none":
-            return None
-        tokenizer = getattr(pl_module, "tokenizer", None)
-        if tokenizer is None:
-            raise RuntimeError(f"constrained={self.constrained!r} needs the module's tokenizer (pl_module.tokenizer)")
-        config = getattr(getattr(pl_module, "model", None), "config", None)
-        if self._token_index is None or self._token_index.tokenizer is not tokenizer:
-            self._token_index = TokenIndex(tokenizer, getattr(config, "vocab_size", None))
-        base = BaseRules(SLOT_TOKENS)
-        if self.constrained == "grammar":
-            grammars: list[SExprGrammar] = [SExprGrammar([base])]
-        elif self.constrained == "datamodule":
-            rules_of = getattr(getattr(pl_module.trainer, "datamodule", None), "decoding_rules", None)
-            if not callable(rules_of):
-                raise RuntimeError("constrained='datamodule' needs a datamodule with decoding_rules(example)")
-            grammars = [SExprGrammar([base, *rules_of(ex)]) for ex in examples]
-        else:
-            schema = self._schema()
-            grammars = [SExprGrammar([base, schema, _entity_rules(ex)]) for ex in examples]
-        encoder_decoder = bool(getattr(config, "is_encoder_decoder", True))
-        return GrammarLogitsProcessor(
-            self._token_index,
-            grammars,
-            num_beams=self.num_beams,
-            prefix_length=1 if encoder_decoder else int(batch["input_ids"].shape[1]),
-            max_new_tokens=self.max_new_tokens,
-        )
-
-    def _schema(self) -> SchemaRules:
-        """The store's relations (its inventory) and classes (``type.object.type`` objects), read once."""
-        if self._schema_rules is None:
-            inventory = RelationInventory.from_store(self.kb)
-            found = self.kb.execute(f"SELECT DISTINCT ?c WHERE {{ ?s <{NS}{TYPE_RELATION}> ?c }}")
-            classes = [c for c in found.answers if is_schema_id(c)] if found.ok else None
-            if classes is None:
-                rank_zero_warn(
-                    f"constrained=schema: could not list the store's classes ({found.error}); any class allowed"
-                )
-            self._schema_rules = SchemaRules(inventory.relations, classes)
-        return self._schema_rules
-
     def _generate(
         self, pl_module: L.LightningModule, outputs: Any, batch: Any, examples: Sequence[KBQAExample] = ()
     ) -> tuple[list[list[str]], list[str] | None]:
@@ -508,7 +398,7 @@ class ExecutionGuidedEval(L.Callback):
             if self._answers is not None:
                 texts = self._answers.texts(batch, pl_module.device, self.max_new_tokens)
             return beams, None if texts is None else [str(t) for t in texts]
-        processor = self._processor(pl_module, batch, examples) if self.lf_generation else None
+        processor = self._decoding.processor(pl_module, batch, examples, self.kb) if self.lf_generation else None
         extra = {} if processor is None else {"logits_processor": LogitsProcessorList([processor])}
         with torch.no_grad():
             if self.lf_generation:
@@ -569,11 +459,7 @@ class ExecutionGuidedEval(L.Callback):
             self._rows.append(row)
         self._metrics.update(scores=scores)
         self._counts.update(fallback=fallbacks, n=len(indices))
-        if self._times:
-            self._times["generate"] += generated - start
-            self._times["select"] += selecting
-            self._times["bookkeeping"] += time.perf_counter() - generated - selecting
-            self._times["questions"] += len(indices)
+        self._timer.add_batch(generated - start, selecting, time.perf_counter() - generated - selecting, len(indices))
 
     def _comparable(self, answers: list[str], ex: KBQAExample) -> list[str]:
         """The answers in the gold's terms: KB ids, or their names where the gold has names only.
@@ -640,109 +526,39 @@ class ExecutionGuidedEval(L.Callback):
         self._counts.update(cache_hits=hits, cache_misses=misses)
         values = {k: float(v) for k, v in self._metrics.compute().items()}  # collective
         values.update({k: float(v) for k, v in self._counts.compute().items()})  # collective
-        rows = _gather_rows(self._rows)  # collective
-        rows, duplicates = _unique_sorted(rows)
+        rows = gather_rows(self._rows)  # collective
+        rows, duplicates = unique_sorted(rows)
         if duplicates:
             rank_zero_warn(
                 f"ExecutionGuidedEval: {duplicates} question(s) were evaluated on more than one rank "
                 "(a padding DistributedSampler?); metrics are recomputed from the unique questions. "
                 "Use an unrepeated sampler so every question reaches exactly one rank."
             )
-            values.update(_metrics_from_rows(rows))
+            values.update(metrics_from_rows(rows))
         self.last_metrics, self.last_rows, self.last_duplicates = values, rows, duplicates
         if stage != "predict":
             self._hide_resync_advice()
             for key in LOGGED:
                 if key in values:
                     pl_module.log(f"{prefix}/{key}", values[key], sync_dist=False, prog_bar=key in ("f1", "hit1"))
-        self.last_timing = self._timing()
+        self.last_timing = self._timer.summary(self._execute_seconds())
         if not trainer.sanity_checking:
             self.last_path = self._out_path(prefix, trainer)
             if trainer.is_global_zero:
-                _atomic_write_jsonl(rows, self.last_path)
-                self._log_table(trainer, prefix, rows)
-                self._log_timing(trainer, prefix, stage)
+                atomic_write_jsonl(rows, self.last_path)
+                log_wandb_table(trainer, f"{prefix}/predictions", rows[: max(self.log_table_rows, 0)])
+                log_timing(trainer, prefix, self.last_timing, to_loggers=stage != "predict")
         self._rows = []
         self._examples = None
         self._metrics.reset()
         self._counts.reset()
 
-    def _timing(self) -> dict[str, float]:
-        """This process's seconds per part of the epoch so far (see the module docstring)."""
-        if not self._times:
-            return {}
-        t = self._times
-        total = time.perf_counter() - t["start"]
-        execute = (self.selector.execute_seconds if self.selector is not None else 0.0) - t["execute_start"]
-        return {
-            "time_generate_s": t["generate"],
-            "time_denormalise_s": max(t["select"] - execute, 0.0),
-            "time_execute_s": execute,
-            "time_bookkeeping_s": t["bookkeeping"],
-            "time_total_s": total,
-            "questions": t["questions"],
-            "questions_per_s": t["questions"] / total if total > 0 else 0.0,
-        }
-
-    def _log_timing(self, trainer: L.Trainer, prefix: str, stage: str) -> None:
-        """Rank 0: the timing to the loggers (not a synced metric) and one summary line."""
-        timing = self.last_timing
-        if not timing or not timing["questions"]:
-            return
-        if stage != "predict":
-            for logger in trainer.loggers:
-                logger.log_metrics({f"{prefix}/{k}": v for k, v in timing.items()}, step=trainer.global_step)
-        total = max(timing["time_total_s"], 1e-9)
-        parts = ", ".join(
-            f"{k[5:-2]} {timing[k]:.2f} s ({100 * timing[k] / total:.1f}%)"
-            for k in ("time_generate_s", "time_denormalise_s", "time_execute_s", "time_bookkeeping_s")
-        )
-        rank_zero_info(
-            f"{prefix}: {int(timing['questions'])} questions on rank 0 in {total:.2f} s "
-            f"({timing['questions_per_s']:.2f} questions/s): {parts}"
-        )
+    def _execute_seconds(self) -> float:
+        return self.selector.execute_seconds if self.selector is not None else 0.0
 
     def _out_path(self, prefix: str, trainer: L.Trainer) -> Path:
         out_dir = self._out_dir or Path(trainer.default_root_dir)
         return out_dir / f"{prefix.replace('/', '_')}_predictions_epoch{trainer.current_epoch}.jsonl"
-
-    def _log_table(self, trainer: L.Trainer, prefix: str, rows: list[dict[str, Any]]) -> None:
-        if self.log_table_rows <= 0:
-            return
-        from lightning.pytorch.loggers import WandbLogger
-
-        columns = [
-            "qid", "question", "gold", "beams", "chosen_beam", "chosen_sexpr", "sparql",
-            "answers", "f1", "hit1", "executable", "fallback",
-        ]  # fmt: skip
-        data = [
-            [
-                r["qid"],
-                r["question"],
-                " | ".join(r["gold"]),
-                "\n".join(r["beams"]),
-                -1 if r["chosen_beam"] is None else r["chosen_beam"],
-                r["chosen_sexpr"] or "",
-                r["sparql"] or "",
-                " | ".join(r["answers"]),
-                r["f1"],
-                r["hit1"],
-                r["executable"],
-                r["fallback"],
-            ]
-            for r in rows[: self.log_table_rows]
-        ]
-        for logger in trainer.loggers:
-            if isinstance(logger, WandbLogger):
-                logger.log_table(f"{prefix}/predictions", columns=columns, data=data)
-
-
-def _entity_rules(ex: KBQAExample) -> EntityRules:
-    """The entities inference may name for ``ex``: its linked entities and candidates, and its slots."""
-    linked = dict(ex.meta.get("entity_candidates") or {})
-    linked.update(ex.topic_entities)
-    labels = [entity_bracket(str(e), None if n is None else str(n)) for e, n in linked.items()]
-    return EntityRules(labels, [slot for slot, _ in topic_slots(ex)])
 
 
 def metric_prefix(stage: str, trainer: L.Trainer) -> str:
@@ -756,30 +572,3 @@ def metric_prefix(stage: str, trainer: L.Trainer) -> str:
     oracle_inputs = getattr(dm, "oracle_inputs", None)
     oracle = bool(oracle_inputs()) if callable(oracle_inputs) else getattr(dm, "linking", None) == "gold"
     return ORACLE_PREFIX + prefix if oracle else prefix
-
-
-def _unique_sorted(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
-    """Rows sorted by example index, one per index; also how many duplicates were dropped."""
-    by_index: dict[int, dict[str, Any]] = {}
-    for row in rows:
-        by_index.setdefault(int(row["index"]), row)
-    return [by_index[i] for i in sorted(by_index)], len(rows) - len(by_index)
-
-
-def _metrics_from_rows(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """The logged metrics recomputed from per-question rows (used when ranks overlapped)."""
-    scores = [
-        QuestionScore(
-            f1=r["f1"],
-            precision=r["precision"],
-            recall=r["recall"],
-            hit1=r["hit1"],
-            hit1_any=r["hit1_any"],
-            em=r["em"],
-            executable=r["executable"],
-        )
-        for r in rows
-    ]
-    out = mean_scores(sum_scores(scores))
-    out["fallback_rate"] = sum(1.0 for r in rows if r["fallback"]) / max(len(rows), 1)
-    return out

@@ -1,0 +1,125 @@
+"""The ``constrained`` setting of :class:`~kbqa_lit.callbacks.execution_eval.ExecutionGuidedEval`.
+
+:class:`ConstrainedDecoding` builds one batch's
+:class:`~kbqa_lit.backbones.constrained.GrammarLogitsProcessor` over
+:class:`~kbqa_lit.kb.grammar.SExprGrammar` rule sets:
+
+- ``grammar``: well-formed normalised S-expressions only (:class:`~kbqa_lit.kb.grammar.BaseRules`);
+- ``schema``: also only the store's relations (its relation inventory) and classes (its
+  ``type.object.type`` objects, listed once), and entity brackets from the question's linked
+  entities (the inference view's ``topic_entities`` and ``meta["entity_candidates"]``; never gold
+  fields) and its slots ``[E0]``...;
+- ``datamodule``: the rule sets the datamodule's ``decoding_rules(example)`` gives for each
+  question (FC-KBQA's KB-connected pairs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import lightning as L
+from lightning.pytorch.utilities import rank_zero_warn
+
+from kbqa_lit.backbones.constrained import GrammarLogitsProcessor, TokenIndex
+from kbqa_lit.data.entity_slots import SLOT_TOKENS, topic_slots
+from kbqa_lit.data.schema import KBQAExample
+from kbqa_lit.kb.grammar import BaseRules, EntityRules, SchemaRules, SExprGrammar, entity_bracket
+from kbqa_lit.kb.iri import NS, TYPE_RELATION, is_schema_id
+from kbqa_lit.kb.relation_inventory import RelationInventory
+
+#: The ``constrained`` modes.
+MODES = ("none", "grammar", "schema", "datamodule")
+
+
+def entity_rules(ex: KBQAExample) -> EntityRules:
+    """The entities inference may name for ``ex``: its linked entities and candidates, and its slots."""
+    linked = dict(ex.meta.get("entity_candidates") or {})
+    linked.update(ex.topic_entities)
+    labels = [entity_bracket(str(e), None if n is None else str(n)) for e, n in linked.items()]
+    return EntityRules(labels, [slot for slot, _ in topic_slots(ex)])
+
+
+class ConstrainedDecoding:
+    """One constrained-decoding mode and what it caches (the token index, the store's schema).
+
+    Args:
+        mode: One of :data:`MODES` (see the module docstring).
+        num_beams: The beam search's width (the processor's rows per question).
+        max_new_tokens: The search's token budget (the processor's guard).
+
+    Raises:
+        ValueError: When ``mode`` is not one of :data:`MODES`.
+    """
+
+    def __init__(self, mode: str, num_beams: int, max_new_tokens: int) -> None:
+        if mode not in MODES:
+            raise ValueError(f"constrained must be none, grammar, schema or datamodule, got {mode!r}")
+        self.mode = mode
+        self.num_beams = int(num_beams)
+        self.max_new_tokens = int(max_new_tokens)
+        self._token_index: TokenIndex | None = None
+        self._schema_rules: SchemaRules | None = None
+
+    def reset(self) -> None:
+        """Forget the caches (the token index and the schema read from a store)."""
+        self._token_index, self._schema_rules = None, None
+
+    def processor(
+        self, pl_module: L.LightningModule, batch: Any, examples: Sequence[KBQAExample], kb: Any
+    ) -> GrammarLogitsProcessor | None:
+        """The batch's processor (``None`` when the mode is ``none``).
+
+        Args:
+            pl_module: The generator; its ``tokenizer`` and ``model.config`` are read.
+            batch: The batch (``input_ids`` gives a decoder-only model's prompt length).
+            examples: The batch's inference views, in order.
+            kb: The open store (read once, for ``schema``).
+
+        Raises:
+            RuntimeError: When the module has no tokenizer, or ``datamodule`` mode meets a
+                datamodule without ``decoding_rules``.
+        """
+        if self.mode == "none":
+            return None
+        tokenizer = getattr(pl_module, "tokenizer", None)
+        if tokenizer is None:
+            raise RuntimeError(f"constrained={self.mode!r} needs the module's tokenizer (pl_module.tokenizer)")
+        config = getattr(getattr(pl_module, "model", None), "config", None)
+        if self._token_index is None or self._token_index.tokenizer is not tokenizer:
+            self._token_index = TokenIndex(tokenizer, getattr(config, "vocab_size", None))
+        base = BaseRules(SLOT_TOKENS)
+        if self.mode == "grammar":
+            grammars: list[SExprGrammar] = [SExprGrammar([base])]
+        elif self.mode == "datamodule":
+            rules_of = getattr(getattr(pl_module.trainer, "datamodule", None), "decoding_rules", None)
+            if not callable(rules_of):
+                raise RuntimeError("constrained='datamodule' needs a datamodule with decoding_rules(example)")
+            grammars = [SExprGrammar([base, *rules_of(ex)]) for ex in examples]
+        else:
+            schema = self.schema(kb)
+            grammars = [SExprGrammar([base, schema, entity_rules(ex)]) for ex in examples]
+        encoder_decoder = bool(getattr(config, "is_encoder_decoder", True))
+        return GrammarLogitsProcessor(
+            self._token_index,
+            grammars,
+            num_beams=self.num_beams,
+            prefix_length=1 if encoder_decoder else int(batch["input_ids"].shape[1]),
+            max_new_tokens=self.max_new_tokens,
+        )
+
+    def schema(self, kb: Any) -> SchemaRules:
+        """The store's relations (its inventory) and classes (``type.object.type`` objects), read once."""
+        if self._schema_rules is None:
+            inventory = RelationInventory.from_store(kb)
+            found = kb.execute(f"SELECT DISTINCT ?c WHERE {{ ?s <{NS}{TYPE_RELATION}> ?c }}")
+            classes = [c for c in found.answers if is_schema_id(c)] if found.ok else None
+            if classes is None:
+                rank_zero_warn(
+                    f"constrained=schema: could not list the store's classes ({found.error}); any class allowed"
+                )
+            self._schema_rules = SchemaRules(inventory.relations, classes)
+        return self._schema_rules
+
+
+__all__ = ["MODES", "ConstrainedDecoding", "entity_rules"]

@@ -1,0 +1,152 @@
+"""Per-question rows of :class:`~kbqa_lit.callbacks.execution_eval.ExecutionGuidedEval`: counts, gathering, files.
+
+- :class:`SelectionCounts`: the sum states the answer metrics do not hold (fallbacks, execution-cache
+  hits and misses), synced across ranks like them;
+- :func:`gather_rows`: every rank's rows on every rank (a collective under DDP);
+- :func:`unique_sorted` and :func:`metrics_from_rows`: one row per example index, and the logged
+  metrics recomputed from such rows when ranks overlapped;
+- :func:`atomic_write_jsonl`: the prediction file, written to a temporary file and renamed;
+- :func:`log_wandb_table`: the first rows as a W&B table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from torchmetrics import Metric
+
+from kbqa_lit.metrics.functional import QuestionScore, mean_scores, sum_scores
+
+
+class SelectionCounts(Metric):
+    """Sum states the answer metrics do not hold: fallbacks and execution-cache hits/misses."""
+
+    full_state_update = False
+    fallback: torch.Tensor
+    n: torch.Tensor
+    cache_hits: torch.Tensor
+    cache_misses: torch.Tensor
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        for name in ("fallback", "n", "cache_hits", "cache_misses"):
+            self.add_state(name, default=torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
+
+    def update(self, fallback: int = 0, n: int = 0, cache_hits: int = 0, cache_misses: int = 0) -> None:
+        """Add counts."""
+        for name, value in (
+            ("fallback", fallback),
+            ("n", n),
+            ("cache_hits", cache_hits),
+            ("cache_misses", cache_misses),
+        ):
+            setattr(self, name, getattr(self, name) + float(value))
+
+    def compute(self) -> dict[str, torch.Tensor]:
+        """Return ``fallback_rate`` (per question) and ``exec_cache_hit_rate`` (per store lookup)."""
+        lookups = self.cache_hits + self.cache_misses
+        return {
+            "fallback_rate": self.fallback / self.n.clamp(min=1.0),
+            "exec_cache_hit_rate": self.cache_hits / lookups.clamp(min=1.0),
+        }
+
+
+def atomic_write_jsonl(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
+    """Write ``rows`` as JSON lines to ``path`` through a temporary file (no half-written file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        tmp.replace(path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def gather_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """All ranks' rows on every rank (the local rows when not distributed)."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return list(rows)
+    world = torch.distributed.get_world_size()
+    if world == 1:
+        return list(rows)
+    parts: list[list[dict[str, Any]] | None] = [None] * world
+    torch.distributed.all_gather_object(parts, rows)
+    return [row for part in parts for row in (part or [])]
+
+
+def unique_sorted(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """Rows sorted by example index, one per index; also how many duplicates were dropped."""
+    by_index: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        by_index.setdefault(int(row["index"]), row)
+    return [by_index[i] for i in sorted(by_index)], len(rows) - len(by_index)
+
+
+def metrics_from_rows(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """The logged metrics recomputed from per-question rows (used when ranks overlapped)."""
+    scores = [
+        QuestionScore(
+            f1=r["f1"],
+            precision=r["precision"],
+            recall=r["recall"],
+            hit1=r["hit1"],
+            hit1_any=r["hit1_any"],
+            em=r["em"],
+            executable=r["executable"],
+        )
+        for r in rows
+    ]
+    out = mean_scores(sum_scores(scores))
+    out["fallback_rate"] = sum(1.0 for r in rows if r["fallback"]) / max(len(rows), 1)
+    return out
+
+
+def log_wandb_table(trainer: L.Trainer, key: str, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Log ``rows`` (prediction rows) as a W&B table under ``key`` to each ``WandbLogger``."""
+    if not rows:
+        return
+    from lightning.pytorch.loggers import WandbLogger
+
+    columns = [
+        "qid", "question", "gold", "beams", "chosen_beam", "chosen_sexpr", "sparql",
+        "answers", "f1", "hit1", "executable", "fallback",
+    ]  # fmt: skip
+    data = [
+        [
+            r["qid"],
+            r["question"],
+            " | ".join(r["gold"]),
+            "\n".join(r["beams"]),
+            -1 if r["chosen_beam"] is None else r["chosen_beam"],
+            r["chosen_sexpr"] or "",
+            r["sparql"] or "",
+            " | ".join(r["answers"]),
+            r["f1"],
+            r["hit1"],
+            r["executable"],
+            r["fallback"],
+        ]
+        for r in rows
+    ]
+    for logger in trainer.loggers:
+        if isinstance(logger, WandbLogger):
+            logger.log_table(key, columns=columns, data=data)
+
+
+__all__ = [
+    "SelectionCounts",
+    "atomic_write_jsonl",
+    "gather_rows",
+    "log_wandb_table",
+    "metrics_from_rows",
+    "unique_sorted",
+]
