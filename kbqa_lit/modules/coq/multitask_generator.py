@@ -275,7 +275,9 @@ class MultitaskGenerator(LightningModule):
             num_return_sequences: Beams returned per example (at most ``num_beams``).
             max_new_tokens: Longest generation.
             logits_processor: Extra logits processors for this search (e.g. grammar-constrained
-                decoding), passed to ``generate`` as they are.
+                decoding), passed to ``generate`` as they are. With them the beam search stops by
+                ``generate``'s heuristic (``early_stopping=False``), not at the first ``num_beams``
+                finished beams, so a longer beam that scores better is not cut off.
 
         Returns:
             Per example, ``num_return_sequences`` decoded texts in beam order (best first),
@@ -293,7 +295,10 @@ class MultitaskGenerator(LightningModule):
             num_beams=num_beams,
             num_return_sequences=n,
             max_new_tokens=max_new_tokens,
-            **({"early_stopping": True} if num_beams > 1 else {}),
+            # Constrained: search until no running beam can beat the finished ones (the heuristic).
+            # early_stopping=True stops at num_beams finished beams, and under a strict rule set short
+            # well-formed beams finish first and cut the longer, better ones (MetaQA 2-/3-hop, `schema`).
+            **({"early_stopping": logits_processor is None} if num_beams > 1 else {}),
             **({"logits_processor": logits_processor} if logits_processor is not None else {}),
         )
         return [texts[i * n : (i + 1) * n] for i in range(batch["input_ids"].shape[0])]

@@ -82,6 +82,27 @@ def test_generate_lf_and_answer(dm, batch) -> None:
         m.generate_lf(batch, num_beams=2, num_return_sequences=3)
 
 
+def test_constrained_search_does_not_stop_at_the_first_finished_beams(dm, batch, monkeypatch) -> None:
+    """With a logits processor, the beam search stops by ``generate``'s heuristic, not at ``num_beams``
+    finished beams: under a strict rule set short beams finish first, and stopping there dropped the
+    longer, better 2- and 3-hop beams on MetaQA (``schema`` mode). Without one, the search is unchanged."""
+    from transformers import LogitsProcessorList
+
+    m = make_module(dm).eval()
+    seen: list[dict] = []
+    generate = m.model.generate
+
+    def spy(**kwargs):
+        seen.append(kwargs)
+        return generate(**kwargs)
+
+    monkeypatch.setattr(m.model, "generate", spy)
+    m.generate_lf(batch, num_beams=3, num_return_sequences=2, max_new_tokens=6)
+    m.generate_lf(batch, num_beams=3, num_return_sequences=2, max_new_tokens=6, logits_processor=LogitsProcessorList())
+    m.generate_lf(batch, num_beams=1, num_return_sequences=1, max_new_tokens=6, logits_processor=LogitsProcessorList())
+    assert [k.get("early_stopping") for k in seen] == [True, False, None]
+
+
 def test_optimizer_groups_skip_bias_and_layernorm(dm) -> None:
     m = make_module(dm, weight_decay=0.1, warmup_steps=2, learning_rate=1e-3)
     decay, no_decay = m.param_groups()
