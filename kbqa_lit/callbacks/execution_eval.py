@@ -398,7 +398,7 @@ class ExecutionGuidedEval(L.Callback):
             if self._answers is not None:
                 texts = self._answers.texts(batch, pl_module.device, self.max_new_tokens)
             return beams, None if texts is None else [str(t) for t in texts]
-        processor = self._decoding.processor(pl_module, batch, examples, self.kb) if self.lf_generation else None
+        processor = self._decoder().processor(pl_module, batch, examples, self.kb) if self.lf_generation else None
         extra = {} if processor is None else {"logits_processor": LogitsProcessorList([processor])}
         with torch.no_grad():
             if self.lf_generation:
@@ -552,6 +552,13 @@ class ExecutionGuidedEval(L.Callback):
         self._examples = None
         self._metrics.reset()
         self._counts.reset()
+
+    def _decoder(self) -> ConstrainedDecoding:
+        """The constrained-decoding helper for the current settings (rebuilt when they were changed)."""
+        d = self._decoding
+        if (d.mode, d.num_beams, d.max_new_tokens) != (self.constrained, self.num_beams, self.max_new_tokens):
+            self._decoding = ConstrainedDecoding(self.constrained, self.num_beams, self.max_new_tokens)
+        return self._decoding
 
     def _execute_seconds(self) -> float:
         return self.selector.execute_seconds if self.selector is not None else 0.0
