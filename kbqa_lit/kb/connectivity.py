@@ -20,6 +20,7 @@ from typing import Any
 
 from kbqa_lit.kb.execute import execute_many
 from kbqa_lit.kb.iri import TYPE_RELATION, iri, is_entity_id, local_id
+from kbqa_lit.kb.sexpr import base_relation
 
 
 def ask_query(relation: str, entity: str) -> str:
@@ -76,7 +77,7 @@ class Connectivity:
 def _hop(relation: str, start: str, end: str) -> str:
     """The triple pattern of one hop from ``start`` to ``end``: ``r`` forward, ``(R r)`` backward."""
     if relation.startswith("(R ") and relation.endswith(")"):
-        return f"{end} <{iri(relation[3:-1].strip())}> {start}"
+        return f"{end} <{iri(base_relation(relation))}> {start}"
     return f"{start} <{iri(relation)}> {end}"
 
 

@@ -37,6 +37,7 @@ from typing import Literal
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.grammar_rules import Context, PhraseVocab, RoleVocab, WordOptions, word_options
 from kbqa_lit.kb.normalize import schema_to_words
+from kbqa_lit.kb.sexpr import base_relation
 
 PAIR_MODES = ("trie", "bag")
 
@@ -76,10 +77,6 @@ class BagVocab:
         return int(cur) >= 1  # type: ignore[call-overload]
 
 
-def _base(relation: str) -> str:
-    return relation[3:-1].strip() if relation.startswith("(R ") and relation.endswith(")") else relation
-
-
 class PairRules:
     """KB-connected pairs of one question as grammar rules (see the module docstring).
 
@@ -115,13 +112,13 @@ class PairRules:
         words = schema_to_words
         self.after_class: dict[str, frozenset[str]] = {}
         for c, r in class_relation:
-            self.after_class[words(c)] = self.after_class.get(words(c), frozenset()) | {words(_base(r))}
+            self.after_class[words(c)] = self.after_class.get(words(c), frozenset()) | {words(base_relation(r))}
         self.after_relation: dict[str, frozenset[str]] = {}
         for pair in relation_relation:
-            a, b = (words(_base(r)) for r in pair)
+            a, b = (words(base_relation(r)) for r in pair)
             self.after_relation[a] = self.after_relation.get(a, frozenset()) | {b}
             self.after_relation[b] = self.after_relation.get(b, frozenset()) | {a}
-        start = frontier = frozenset(words(_base(r)) for r, _ in relation_entity)
+        start = frontier = frozenset(words(base_relation(r)) for r, _ in relation_entity)
         for _ in range(max(0, int(chain_heads))):
             frontier = frozenset(r for f in frontier for r in self.after_relation.get(f, ())) - start
             start = start | frontier

@@ -288,6 +288,16 @@ def _check_call(call: Call) -> None:
             raise SExprError(f"TC's third argument must be a time literal or NOW, got {to_sexpr_string(args[2])!r}")
 
 
+def base_relation(hop: str) -> str:
+    """``r`` of a hop written ``r`` or ``(R r)``."""
+    return hop[3:-1].strip() if hop.startswith("(R ") and hop.endswith(")") else hop
+
+
+def reverse_hop(hop: str) -> str:
+    """``(R r)`` for ``r``, ``r`` for ``(R r)``."""
+    return base_relation(hop) if hop.startswith("(R ") else f"(R {hop})"
+
+
 def to_sexpr_string(node: SExpr) -> str:
     """Print a tree back to single-spaced S-expression text (the inverse of :func:`parse_sexpr`)."""
     if isinstance(node, Atom):

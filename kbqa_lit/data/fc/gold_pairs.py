@@ -23,17 +23,7 @@ relation path's first relation); a class or an entity has none.
 from __future__ import annotations
 
 from kbqa_lit.data.fc.composer_inputs import Pair
-from kbqa_lit.kb.sexpr import COMPARATORS, Atom, Call, SExpr, atom_kind, parse_sexpr
-
-
-def base_relation(hop: str) -> str:
-    """``r`` of a hop ``r`` or ``(R r)``."""
-    return hop[3:-1].strip() if hop.startswith("(R ") and hop.endswith(")") else hop
-
-
-def reverse_hop(hop: str) -> str:
-    """``(R r)`` for ``r``, ``r`` for ``(R r)``."""
-    return base_relation(hop) if hop.startswith("(R ") else f"(R {hop})"
+from kbqa_lit.kb.sexpr import COMPARATORS, Atom, Call, SExpr, atom_kind, base_relation, parse_sexpr, reverse_hop
 
 
 def _hop(node: SExpr) -> str | None:

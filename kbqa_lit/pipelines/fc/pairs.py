@@ -46,7 +46,7 @@ from kbqa_lit.data.fc.schema_source import LITERAL_TYPE_PREFIX
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.connectivity import RelationChains, TypedRelations
 from kbqa_lit.kb.ontology import Ontology
-from kbqa_lit.kb.sexpr import SKELETON_TOKENS
+from kbqa_lit.kb.sexpr import SKELETON_TOKENS, base_relation
 from kbqa_lit.pipelines.fc.pruning import LinkedEntity
 
 TYPE_MATCHES = ("exact", "hierarchy", "kb")
@@ -70,10 +70,6 @@ class PairSet:
     def all(self) -> list[Pair]:
         """Every pair: class–relation, relation–relation, relation–entity."""
         return [*self.class_relation, *self.relation_relation, *self.relation_entity]
-
-
-def _base(hop: str) -> str:
-    return hop[3:-1] if hop.startswith("(R ") else hop
 
 
 def _kept(h1: str, h2: str) -> bool:
@@ -146,7 +142,7 @@ class PairBuilder:
     def _ends(self, hop: str) -> tuple[str | None, str | None]:
         """(start class, end class) of a hop ``r`` or ``(R r)``."""
         if hop.startswith("(R "):
-            return self.ontology.range(_base(hop)), self.ontology.domain(_base(hop))
+            return self.ontology.range(base_relation(hop)), self.ontology.domain(base_relation(hop))
         return self.ontology.domain(hop), self.ontology.range(hop)
 
     def relation_relation(self, relations: Sequence[tuple[str, float]]) -> list[Pair]:
