@@ -194,6 +194,7 @@ class _Tables:
         self.closings: dict[Any, tuple[int, ...] | None] = {}
         self.finishes: dict[Any, tuple[int, ...] | None] = {}
         self.budgeted: dict[Any, torch.Tensor] = {}
+        self.reaches: dict[Any, int] = {}
 
     def trie(self, opts: WordOptionsLike) -> _Trie:
         found = self.tries.get(opts)
@@ -275,6 +276,41 @@ class _Tables:
                         queue.append((child, (*tail, tok)))
         self.finishes[state] = path
         return path
+
+    def reach(self, gstate: Hashable) -> int:
+        """The longest way to EOS through one more closed word from ``gstate``.
+
+        The word's tokens, then the grammar's closing (EOS included), maximised over the closed
+        words allowed in ``gstate`` (0 when none has a closing). Open words are not counted.
+        """
+        found = self.reaches.get(gstate)
+        if found is None:
+            found = 0
+            for word in self.grammar.options(gstate).words:
+                ids = self.index.word_ids(word)
+                g2 = self.grammar.step(gstate, word) if ids is not None else None
+                rest = self.closing(g2) if g2 is not None else None
+                if rest is not None:
+                    found = max(found, len(ids) + len(rest))  # type: ignore[arg-type]
+            self.reaches[gstate] = found
+        return found
+
+    def longest(self, state: tuple[Any, ...]) -> int:
+        """An upper bound on the way to EOS after any one allowed token of ``state`` (plus that token).
+
+        It bounds a jump that :meth:`finish` alone misses: one token that starts a long word (a
+        relation spelled in many tokens, a bracket that must be filled) can lengthen the way to
+        the end by far more than one token.
+        """
+        if state is _DEAD:
+            return 0
+        gstate, wt = state
+        bound = self.reach(gstate) - len(wt)  # the current word continued into any closed word
+        word = self.word(gstate, wt) if wt else None
+        g2 = self.grammar.step(gstate, word) if word is not None else None
+        if g2 is not None:
+            bound = max(bound, self.reach(g2))  # a next word after the current one
+        return bound
 
     def budget_mask(self, state: tuple[Any, ...], left: int) -> torch.Tensor:
         """:meth:`mask` restricted to tokens after which the expression can still end within ``left`` tokens."""
@@ -374,8 +410,9 @@ class GrammarLogitsProcessor(LogitsProcessor):
             encoder-decoder's decoder start token; a decoder-only model's prompt length).
         max_new_tokens: The search's token budget (``None``: unguarded). When a row's shortest
             way to the end (the grammar's ``closing``) comes within ``budget_slack`` tokens of
-            what is left, only tokens after which the expression can still end in time are
-            allowed, so beams end complete instead of being cut off.
+            what is left, or one more token could start a word whose way to the end no longer
+            fits (:meth:`_Tables.longest`), only tokens after which the expression can still end
+            in time are allowed, so beams end complete instead of being cut off.
         budget_slack: How early (in tokens) the budget guard starts checking a row.
     """
 
@@ -436,7 +473,11 @@ class GrammarLogitsProcessor(LogitsProcessor):
             states[(r // self.num_beams, seq)] = state
             left = None if self.max_new_tokens is None else self.max_new_tokens - len(seq)
             path = tables.finish(state) if left is not None else None
-            if path is not None and left is not None and len(path) + self.budget_slack >= left:
+            if (
+                path is not None
+                and left is not None
+                and (len(path) + self.budget_slack >= left or tables.longest(state) >= left)
+            ):
                 masks.append(tables.budget_mask(state, left))
             else:
                 masks.append(tables.mask(state))

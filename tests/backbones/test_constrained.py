@@ -130,3 +130,22 @@ def test_dead_ends_allow_eos_and_rows_follow_their_prefix(tok) -> None:
     # reordering rows (beam search does) reorders the masks
     again = processor(rows[[1, 0, 3, 2]], scores)
     assert torch.equal(torch.isfinite(again), torch.isfinite(out)[[1, 0, 3, 2]])
+
+
+def test_the_budget_guard_refuses_a_long_word_that_would_not_end_in_time(tok) -> None:
+    """One token (``[``) can open an entity label spelled in many tokens: the guard must see that jump coming."""
+    index = TokenIndex(tok)
+    label = "wibblewobblyq flimflamjabberwockyz"  # unseen words: spelled a few characters a token
+    grammar = SExprGrammar([BaseRules(SLOTS), SchemaRules(RELATIONS, []), EntityRules([label], ["[E0]"])])
+    prefix = [0] + [t for w in "( join [ film , film , directed by ]".split() for t in index.word_ids(w)]
+    slot, bracket = index.word_ids("[E0]")[0], index.word_ids("[")[0]
+    spelled = sum(len(index.word_ids(w)) for w in label.split())
+    probe = GrammarLogitsProcessor(index, grammar)
+    shortest = probe._tables[0].finish(probe._state(0, probe._tables[0], tuple(prefix[1:])))
+    assert shortest is not None and len(shortest) <= 5  # [E0] ) EOS
+    assert spelled > len(shortest) + 17  # the jump outruns the slack of 16
+    rows, scores = torch.tensor([prefix]), torch.zeros(1, index.vocab_size)
+    for budget, long_allowed in ((len(prefix) - 1 + len(shortest) + 17, False), (len(prefix) + 200, True)):
+        processor = GrammarLogitsProcessor(index, grammar, max_new_tokens=budget, budget_slack=16)
+        allowed = torch.isfinite(processor(rows, scores))[0]
+        assert bool(allowed[slot]) and bool(allowed[bracket]) == long_allowed, budget
