@@ -195,6 +195,7 @@ class _Tables:
         self.finishes: dict[Any, tuple[int, ...] | None] = {}
         self.budgeted: dict[Any, torch.Tensor] = {}
         self.reaches: dict[Any, int] = {}
+        self.longests: dict[Any, int] = {}
 
     def trie(self, opts: WordOptionsLike) -> _Trie:
         found = self.tries.get(opts)
@@ -302,15 +303,18 @@ class _Tables:
         relation spelled in many tokens, a bracket that must be filled) can lengthen the way to
         the end by far more than one token.
         """
-        if state is _DEAD:
-            return 0
-        gstate, wt = state
-        bound = self.reach(gstate) - len(wt)  # the current word continued into any closed word
-        word = self.word(gstate, wt) if wt else None
-        g2 = self.grammar.step(gstate, word) if word is not None else None
-        if g2 is not None:
-            bound = max(bound, self.reach(g2))  # a next word after the current one
-        return bound
+        found = self.longests.get(state)
+        if found is None:
+            found = 0
+            if state is not _DEAD:
+                gstate, wt = state
+                found = self.reach(gstate) - len(wt)  # the current word continued into any closed word
+                word = self.word(gstate, wt) if wt else None
+                g2 = self.grammar.step(gstate, word) if word is not None else None
+                if g2 is not None:
+                    found = max(found, self.reach(g2))  # a next word after the current one
+            self.longests[state] = found
+        return found
 
     def budget_mask(self, state: tuple[Any, ...], left: int) -> torch.Tensor:
         """:meth:`mask` restricted to tokens after which the expression can still end within ``left`` tokens."""
@@ -410,10 +414,14 @@ class GrammarLogitsProcessor(LogitsProcessor):
             encoder-decoder's decoder start token; a decoder-only model's prompt length).
         max_new_tokens: The search's token budget (``None``: unguarded). When a row's shortest
             way to the end (the grammar's ``closing``) comes within ``budget_slack`` tokens of
-            what is left, or one more token could start a word whose way to the end no longer
-            fits (:meth:`_Tables.longest`), only tokens after which the expression can still end
-            in time are allowed, so beams end complete instead of being cut off.
+            what is left, or, within the last ``budget_window`` tokens, one more token could start
+            a word whose way to the end no longer fits (:meth:`_Tables.longest`), only tokens
+            after which the expression can still end in time are allowed, so beams end complete
+            instead of being cut off.
         budget_slack: How early (in tokens) the budget guard starts checking a row.
+        budget_window: The last tokens of the budget in which the guard also bounds the longest
+            way to the end (a bracket spelled in many tokens); earlier it costs time and never
+            fires unless a single word's way to the end is longer than the window.
     """
 
     def __init__(
@@ -424,6 +432,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
         prefix_length: int = 1,
         max_new_tokens: int | None = None,
         budget_slack: int = 16,
+        budget_window: int = 48,
     ) -> None:
         self.index = index if isinstance(index, TokenIndex) else TokenIndex(index)
         self.grammars = [grammars] if hasattr(grammars, "options") else list(grammars)  # type: ignore[arg-type]
@@ -433,6 +442,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
         self.prefix_length = int(prefix_length)
         self.max_new_tokens = None if max_new_tokens is None else int(max_new_tokens)
         self.budget_slack = int(budget_slack)
+        self.budget_window = int(budget_window)
         tables: dict[int, _Tables] = {}
         self._tables = [tables.setdefault(id(g), _Tables(g, self.index)) for g in self.grammars]
         self._states: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
@@ -476,7 +486,10 @@ class GrammarLogitsProcessor(LogitsProcessor):
             if (
                 path is not None
                 and left is not None
-                and (len(path) + self.budget_slack >= left or tables.longest(state) >= left)
+                and (
+                    len(path) + self.budget_slack >= left
+                    or (left <= self.budget_window and tables.longest(state) >= left)
+                )
             ):
                 masks.append(tables.budget_mask(state, left))
             else:

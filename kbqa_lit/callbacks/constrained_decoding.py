@@ -9,6 +9,9 @@
   ``type.object.type`` objects, listed once), and entity brackets from the question's linked
   entities (the inference view's ``topic_entities`` and ``meta["entity_candidates"]``; never gold
   fields) and its slots ``[E0]``...;
+- ``connected``: ``schema``, and an entity may stand as a join's argument only when the KB has the
+  join's edge at it (:class:`~kbqa_lit.kb.grammar_anchor.AnchoredEntityRules`; the linked entities'
+  edges are read from the store, once per entity);
 - ``datamodule``: the rule sets the datamodule's ``decoding_rules(example)`` gives for each
   question (FC-KBQA's KB-connected pairs).
 """
@@ -24,20 +27,41 @@ from lightning.pytorch.utilities import rank_zero_warn
 from kbqa_lit.backbones.constrained import GrammarLogitsProcessor, TokenIndex
 from kbqa_lit.data.entity_slots import SLOT_TOKENS, topic_slots
 from kbqa_lit.data.schema import KBQAExample
+from kbqa_lit.kb.entity_index import relation_edges
 from kbqa_lit.kb.grammar import BaseRules, EntityRules, SchemaRules, SExprGrammar, entity_bracket
+from kbqa_lit.kb.grammar_anchor import AnchoredEntity, AnchoredEntityRules
 from kbqa_lit.kb.iri import NS, TYPE_RELATION, is_schema_id
 from kbqa_lit.kb.relation_inventory import RelationInventory
 
 #: The ``constrained`` modes.
-MODES = ("none", "grammar", "schema", "datamodule")
+MODES = ("none", "grammar", "schema", "connected", "datamodule")
+
+
+def linked_entities(ex: KBQAExample) -> dict[str, str | None]:
+    """The entities inference may name for ``ex`` (id → name): its candidates and topic entities (never gold)."""
+    linked = dict(ex.meta.get("entity_candidates") or {})
+    linked.update(ex.topic_entities)
+    return {str(e): None if n is None else str(n) for e, n in linked.items()}
 
 
 def entity_rules(ex: KBQAExample) -> EntityRules:
     """The entities inference may name for ``ex``: its linked entities and candidates, and its slots."""
-    linked = dict(ex.meta.get("entity_candidates") or {})
-    linked.update(ex.topic_entities)
-    labels = [entity_bracket(str(e), None if n is None else str(n)) for e, n in linked.items()]
+    labels = [entity_bracket(e, n) for e, n in linked_entities(ex).items()]
     return EntityRules(labels, [slot for slot, _ in topic_slots(ex)])
+
+
+def anchored_entities(ex: KBQAExample, edges: dict[str, tuple[frozenset[str], frozenset[str]]]) -> list[AnchoredEntity]:
+    """``ex``'s linked entities with their slots and their ``(outgoing, incoming)`` relations from ``edges``."""
+    slots: dict[str, list[str]] = {}
+    for slot, label in topic_slots(ex):
+        slots.setdefault(label.lower(), []).append(slot)
+    out = []
+    for e, name in linked_entities(ex).items():
+        topic = ex.topic_entities.get(e)
+        mine = slots.get(" ".join(str(topic).split()).lower(), []) if topic is not None else []
+        outgoing, incoming = edges.get(e, (frozenset(), frozenset()))
+        out.append(AnchoredEntity(entity_bracket(e, name), tuple(mine), outgoing, incoming))
+    return out
 
 
 class ConstrainedDecoding:
@@ -54,16 +78,17 @@ class ConstrainedDecoding:
 
     def __init__(self, mode: str, num_beams: int, max_new_tokens: int) -> None:
         if mode not in MODES:
-            raise ValueError(f"constrained must be none, grammar, schema or datamodule, got {mode!r}")
+            raise ValueError(f"constrained must be one of {', '.join(MODES)}, got {mode!r}")
         self.mode = mode
         self.num_beams = int(num_beams)
         self.max_new_tokens = int(max_new_tokens)
         self._token_index: TokenIndex | None = None
         self._schema_rules: SchemaRules | None = None
+        self._edges: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
 
     def reset(self) -> None:
-        """Forget the caches (the token index and the schema read from a store)."""
-        self._token_index, self._schema_rules = None, None
+        """Forget the caches (the token index, the schema and the entity edges read from a store)."""
+        self._token_index, self._schema_rules, self._edges = None, None, {}
 
     def processor(
         self, pl_module: L.LightningModule, batch: Any, examples: Sequence[KBQAExample], kb: Any
@@ -74,7 +99,7 @@ class ConstrainedDecoding:
             pl_module: The generator; its ``tokenizer`` and ``model.config`` are read.
             batch: The batch (``input_ids`` gives a decoder-only model's prompt length).
             examples: The batch's inference views, in order.
-            kb: The open store (read once, for ``schema``).
+            kb: The open store (read once for ``schema``; per new linked entity for ``connected``).
 
         Raises:
             RuntimeError: When the module has no tokenizer, or ``datamodule`` mode meets a
@@ -96,6 +121,12 @@ class ConstrainedDecoding:
             if not callable(rules_of):
                 raise RuntimeError("constrained='datamodule' needs a datamodule with decoding_rules(example)")
             grammars = [SExprGrammar([base, *rules_of(ex)]) for ex in examples]
+        elif self.mode == "connected":
+            schema = self.schema(kb)
+            edges = self.edges(kb, [e for ex in examples for e in linked_entities(ex)])
+            grammars = [
+                SExprGrammar([base, schema, AnchoredEntityRules(anchored_entities(ex, edges))]) for ex in examples
+            ]
         else:
             schema = self.schema(kb)
             grammars = [SExprGrammar([base, schema, entity_rules(ex)]) for ex in examples]
@@ -107,6 +138,13 @@ class ConstrainedDecoding:
             prefix_length=1 if encoder_decoder else int(batch["input_ids"].shape[1]),
             max_new_tokens=self.max_new_tokens,
         )
+
+    def edges(self, kb: Any, entity_ids: Sequence[str]) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+        """``(outgoing, incoming)`` relations per entity, read from ``kb`` once per entity."""
+        missing = [e for e in dict.fromkeys(entity_ids) if e not in self._edges]
+        if missing:
+            self._edges.update(relation_edges(kb, missing))
+        return self._edges
 
     def schema(self, kb: Any) -> SchemaRules:
         """The store's relations (its inventory) and classes (``type.object.type`` objects), read once."""
@@ -122,4 +160,4 @@ class ConstrainedDecoding:
         return self._schema_rules
 
 
-__all__ = ["MODES", "ConstrainedDecoding", "entity_rules"]
+__all__ = ["MODES", "ConstrainedDecoding", "anchored_entities", "entity_rules", "linked_entities"]

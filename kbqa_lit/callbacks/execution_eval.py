@@ -32,8 +32,8 @@ so the topic-entity slots and the label map of denormalisation never read gold e
 named ``oracle_{val,test}_predictions_epoch{E}.jsonl``; each row records its ``linking`` and the
 ``linked`` entities.
 
-Constrained decoding (``constrained``: ``grammar``, ``schema`` or ``datamodule``) passes a
-:class:`~kbqa_lit.backbones.constrained.GrammarLogitsProcessor` to ``generate_lf``; the rule sets
+Constrained decoding (``constrained``: ``grammar``, ``schema``, ``connected`` or ``datamodule``)
+passes a :class:`~kbqa_lit.backbones.constrained.GrammarLogitsProcessor` to ``generate_lf``; the rule sets
 of each mode are in :mod:`kbqa_lit.callbacks.constrained_decoding` (never gold fields). Each row
 records its ``constrained`` mode.
 
@@ -134,8 +134,10 @@ class ExecutionGuidedEval(L.Callback):
         build_format: Format of ``build_from``: ``nt``, ``tsv``, ``metaqa`` or ``pathquestion``.
         constrained: Grammar-constrained beam search: ``none``; ``grammar`` (well-formed
             normalised S-expressions only); ``schema`` (also only the store's relations and
-            classes and the question's linked entity labels and slots); ``datamodule`` (the
-            datamodule's ``decoding_rules(example)``, e.g. FC-KBQA's pairs). See the module docstring.
+            classes and the question's linked entity labels and slots); ``connected`` (``schema``,
+            and a linked entity only as the argument of a join whose edge it has in the KB);
+            ``datamodule`` (the datamodule's ``decoding_rules(example)``, e.g. FC-KBQA's pairs).
+            See the module docstring.
         lf_generation: False runs no logical-form beam search: every prediction is the module's
             answer text (CoQ's "w/o LF generation" ablation, with a generator trained with
             ``lf_weight: 0``).
@@ -168,7 +170,7 @@ class ExecutionGuidedEval(L.Callback):
         map_answers_by_name: bool = True,
         build_from: Sequence[str] | None = None,
         build_format: str = "nt",
-        constrained: Literal["none", "grammar", "schema", "datamodule"] = "none",
+        constrained: Literal["none", "grammar", "schema", "connected", "datamodule"] = "none",
         lf_generation: bool = True,
         answer_model: str | None = None,
     ) -> None:

@@ -344,21 +344,33 @@ class EntityIndex:
         missing = [e for e in dict.fromkeys(entity_ids) if e not in self._relations]
         if missing and self.store is None:
             raise StoreError("this entity index has no store to read 1-hop relations from")
-        for i in range(0, len(missing), batch_size):
-            chunk = missing[i : i + batch_size]
-            values = " ".join(f"<{iri(e)}>" for e in chunk)
-            q = (
-                'SELECT (CONCAT(STR(?e), "\\t", STR(?p)) AS ?x) WHERE { VALUES ?e { '
-                f"{values} }} {{ ?e ?p ?o }} UNION {{ ?s ?p ?e }} }}"
-            )
-            found: dict[str, set[str]] = {e: set() for e in chunk}
-            for eid, rel_iri in _pairs(self.store, q, "1-hop relations"):
-                rel = local_id(rel_iri)
-                if eid in found and is_fact_relation(rel):
-                    found[eid].add(rel)
-            for eid, rels in found.items():
-                self._relations[eid] = sorted(rels)
+        for eid, (out, into) in relation_edges(self.store, missing, batch_size).items():
+            self._relations[eid] = sorted(out | into)
         return {e: list(self._relations[e]) for e in entity_ids}
+
+
+def relation_edges(
+    store: Any, entity_ids: Sequence[str], batch_size: int = 100
+) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+    """Per entity, the fact relations of its edges: ``(outgoing, incoming)`` (``e r ?o`` / ``?s r e``).
+
+    Raises:
+        StoreError: When a query fails.
+    """
+    ids = list(dict.fromkeys(entity_ids))
+    found: dict[str, tuple[set[str], set[str]]] = {e: (set(), set()) for e in ids}
+    for i in range(0, len(ids), batch_size):
+        values = " ".join(f"<{iri(e)}>" for e in ids[i : i + batch_size])
+        q = (
+            'SELECT (CONCAT(STR(?e), "\\t", STR(?p), "\\t", ?d) AS ?x) WHERE { VALUES ?e { '
+            f'{values} }} {{ ?e ?p ?o BIND("out" AS ?d) }} UNION {{ ?s ?p ?e BIND("in" AS ?d) }} }}'
+        )
+        for eid, rest in _pairs(store, q, "1-hop relations"):
+            rel_iri, _, direction = rest.rpartition("\t")
+            rel = local_id(rel_iri)
+            if eid in found and is_fact_relation(rel):
+                found[eid][0 if direction == "out" else 1].add(rel)
+    return {e: (frozenset(out), frozenset(into)) for e, (out, into) in found.items()}
 
 
 def _keep(out: dict[str, tuple[str, float]], eid: str, match: str, score: float) -> None:
@@ -384,4 +396,4 @@ def index_cache_path(store_path: str | Path) -> Path:
     return p.with_name(p.name + ".entities.json")
 
 
-__all__ = ["EntityCandidate", "EntityIndex", "index_cache_path", "normalize_surface"]
+__all__ = ["EntityCandidate", "EntityIndex", "index_cache_path", "normalize_surface", "relation_edges"]

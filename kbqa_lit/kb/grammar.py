@@ -30,12 +30,12 @@ last to the first; the first that answers for a role (returns a :class:`RoleVoca
 ``vocab(role, context)``: ``context`` holds the enclosing calls, innermost last, each as
 ``(operator, items)`` where ``items`` are ``(argument index, role, text)`` of the atoms already
 written in that call, those of its closed sub-calls included (under the sub-call's argument
-index: in ``( join ( reverse [ r ] ) ...`` the join holds ``(0, "relation", r)``), so the items
-of all contexts are every atom written so far. FC-KBQA's KB-connected pairs
-(:class:`kbqa_lit.kb.grammar_pairs.PairRules`) allow relations by what was written before them;
-a rule may also return for ``entity`` inside ``( join [ r ] ...`` only the entities connected to
-``r`` (a :class:`PhraseVocab`), and ``None`` elsewhere. Set ``context_free = False`` on such a
-rule so the grammar does not cache its answer per role alone.
+index: in ``( join ( reverse [ r ] ) ...`` the join holds ``(0, "relation", r)`` and, for the
+direction, ``(0, "reverse", r)``), so the items of all contexts are every atom written so far.
+FC-KBQA's KB-connected pairs (:class:`kbqa_lit.kb.grammar_pairs.PairRules`) allow relations by
+what was written before them; :class:`kbqa_lit.kb.grammar_anchor.AnchoredEntityRules` returns for
+``entity`` inside ``( join [ r ] ...`` only the entities with an ``r`` edge in that direction. Set
+``context_free = False`` on such a rule so the grammar does not cache its answer per role alone.
 """
 
 from __future__ import annotations
@@ -380,7 +380,10 @@ class SExprGrammar:
             return ((), ("done",))
         sig, done, items = rest[-1]
         if not self.context_free:  # the closed call's atoms, under its argument index in the parent
-            items = items + tuple((done, role, text) for _, role, text in frames[-1][2])
+            closed_sig, _, closed = frames[-1]
+            items = items + tuple((done, role, text) for _, role, text in closed)
+            if closed_sig == "R":  # ( reverse [ r ] ): also (done, "reverse", r), so a rule sees the direction
+                items = items + tuple((done, "reverse", text) for _, role, text in closed if role == "relation")
         return (rest[:-1] + ((sig, done + 1, items),), ("arg",))
 
     def _close_atom(self, frames: tuple[Any, ...], item: tuple[str, str]) -> State:

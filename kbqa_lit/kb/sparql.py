@@ -47,7 +47,7 @@ from kbqa_lit.kb.semantics import (
     resolve_semantics,
     resolve_ties,
 )
-from kbqa_lit.kb.sexpr import COMPARATORS, NUMBER_RE, Atom, Call, SExpr, parse_sexpr
+from kbqa_lit.kb.sexpr import COMPARATORS, NUMBER_RE, Atom, Call, SExpr, parse_sexpr, to_sexpr_string
 
 if TYPE_CHECKING:
     from kbqa_lit.kb.ontology import Ontology
@@ -232,7 +232,9 @@ class _Query:
             self.compare(value, op, parse_literal(args[1]), self.value_range(args[0]))
         elif op == "TC":
             self.bind(args[0], term)
-            assert isinstance(args[1], Atom) and isinstance(args[2], Atom)
+            if not isinstance(args[1], Atom):  # the parser allows a `rel`; a time constraint needs a forward one
+                raise SExprError(f"TC's relation must be a plain relation, got {to_sexpr_string(args[1])!r}")
+            assert isinstance(args[2], Atom)  # the parser checks the literal
             self.time_constraint(term, args[1].text, args[2])
         elif op == "COUNT":
             raise SExprError("COUNT is only supported at the top level of an S-expression")

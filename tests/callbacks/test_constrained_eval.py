@@ -3,15 +3,18 @@ over the store's relations and the question's linked entities, and each row says
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import lightning as L
 import pytest
 
+from kbqa_lit.callbacks.constrained_decoding import ConstrainedDecoding
 from kbqa_lit.callbacks.execution_eval import ExecutionGuidedEval
 from kbqa_lit.data.schema import write_jsonl
 from kbqa_lit.datamodules.coq.generation import GenerationDataModule
 from kbqa_lit.kb.grammar import BaseRules, SExprGrammar
+from kbqa_lit.kb.store import open_store
 from kbqa_lit.modules.coq.multitask_generator import MultitaskGenerator
 from tests.helpers.tiny import ONE_LAYER_T5
 from tests.helpers.toy import born_in, born_in_kb
@@ -28,23 +31,32 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def test_schema_constrained_beams_use_only_the_store_and_linked_entities(root: Path) -> None:
-    dm = GenerationDataModule(
+def _datamodule(root: Path) -> GenerationDataModule:
+    return GenerationDataModule(
         data_dir=str(root), vocab_size=200, use_decomposition=False, patterns="none", mask_entities=True,
         linking="predicted", linking_store=str(root / "store"), linking_build_from=[str(root / "kb.nt")],
         batch_size=4, eval_batch_size=4, cache_dir=str(root / "cache"),
     )  # fmt: skip
+
+
+def _test_rows(root: Path, constrained: str) -> list[dict]:
+    dm = _datamodule(root)
     L.seed_everything(0)
     model = MultitaskGenerator(model_config=ONE_LAYER_T5, tokenizer=dm.tokenizer)
     callback = ExecutionGuidedEval(
         store=str(root / "store"), num_beams=3, max_new_tokens=20, workers=1, stages=["test"],
-        constrained="schema", predictions_dir=str(root / "pred"),
+        constrained=constrained, predictions_dir=str(root / f"pred_{constrained}"),
     )  # fmt: skip
     trainer = L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False,
                         callbacks=[callback])  # fmt: skip
     trainer.test(model, datamodule=dm, verbose=False)
     rows = callback.last_rows
-    assert rows and all(r["constrained"] == "schema" for r in rows)
+    assert rows and all(r["constrained"] == constrained for r in rows)
+    return rows
+
+
+def test_schema_constrained_beams_use_only_the_store_and_linked_entities(root: Path) -> None:
+    rows = _test_rows(root, "schema")
     grammar = SExprGrammar([BaseRules([f"[E{k}]" for k in range(8)])])
     for r in rows:
         for beam in r["beams"]:
@@ -56,3 +68,28 @@ def test_schema_constrained_beams_use_only_the_store_and_linked_entities(root: P
                 assert " , " in content or content in r["linked"].values(), (beam, r["linked"])
     with pytest.raises(ValueError, match="constrained"):
         ExecutionGuidedEval(store=str(root / "store"), constrained="strict")  # type: ignore[arg-type]
+
+
+def test_connected_beams_join_a_person_only_along_the_edge_the_kb_has(root: Path) -> None:
+    """The toy KB has ``person place_of_birth city`` only: ``( join [ place of birth ] person )`` is empty."""
+    forward = re.compile(r"\( join \[ people , person , place of birth \] (\[E\d\]|\[ [^\]]* \])")
+    rows = _test_rows(root, "connected")
+    grammar = SExprGrammar([BaseRules([f"[E{k}]" for k in range(8)])])
+    for r in rows:
+        people = {f"[ {name} ]" for eid, name in r["linked"].items() if eid.startswith("m.p")}
+        for beam in r["beams"]:
+            assert grammar.accepts(beam.split()), beam
+            assert not any(m in people or m.startswith("[E") for m in forward.findall(beam)), beam
+    # the grammars the mode builds, on the linked (never gold) views, with the edges read from the store
+    dm = _datamodule(root)
+    model = MultitaskGenerator(model_config=ONE_LAYER_T5, tokenizer=dm.tokenizer)
+    views = dm.examples("test")
+    with open_store(root / "store") as store:
+        grammars = ConstrainedDecoding("connected", 3, 20).processor(model, {}, views, store).grammars
+        schema = ConstrainedDecoding("schema", 3, 20).processor(model, {}, views, store).grammars
+    linked = [(g, s) for view, g, s in zip(views, grammars, schema, strict=True) if view.topic_entities]
+    assert linked  # the toy KB names some ids twice: the linker finds the person of some questions
+    for g, s in linked:
+        assert g.accepts("( join ( reverse [ people , person , place of birth ] ) [E0] )".split())
+        assert not g.accepts("( join [ people , person , place of birth ] [E0] )".split())
+        assert s.accepts("( join [ people , person , place of birth ] [E0] )".split())  # schema alone allows it

@@ -21,7 +21,7 @@ def _row(index: int, f1: float, fallback: bool = False) -> dict:
 
 
 def test_unknown_mode_is_refused_and_none_builds_no_processor() -> None:
-    assert MODES == ("none", "grammar", "schema", "datamodule")
+    assert MODES == ("none", "grammar", "schema", "connected", "datamodule")
     with pytest.raises(ValueError, match="constrained must be"):
         ConstrainedDecoding("strict", num_beams=2, max_new_tokens=8)
     assert ConstrainedDecoding("none", 2, 8).processor(None, {}, [], None) is None

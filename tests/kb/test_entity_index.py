@@ -6,7 +6,7 @@ import pytest
 
 from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.errors import StoreError
-from kbqa_lit.kb.entity_index import EntityIndex, index_cache_path, normalize_surface
+from kbqa_lit.kb.entity_index import EntityIndex, index_cache_path, normalize_surface, relation_edges
 from kbqa_lit.kb.iri import ALIAS_RELATION, NAME_RELATION
 from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.kb.store import open_store
@@ -86,6 +86,9 @@ def test_popularity_breaks_ties_and_longer_mentions_win(tmp_path):
         assert [c.id for c in index.search("the [Paris] question")][:2] == ["m.p2", "m.p1"]
         rels = index.relations_of(["m.p2", "m.p3"])
         assert rels == {"m.p2": ["a.b.c", "a.b.d"], "m.p3": []}
+        edges = relation_edges(store, ["m.p2", "m.x", "m.p3"], batch_size=2)  # two batches
+        assert edges["m.p2"] == ({"a.b.d"}, {"a.b.c"})  # names are not fact relations
+        assert edges["m.x"] == ({"a.b.c"}, {"a.b.d"}) and edges["m.p3"] == (set(), set())
 
 
 def test_index_is_persisted_next_to_the_store(world, index):

@@ -144,7 +144,7 @@ def test_a_stricter_rule_is_one_more_object() -> None:
 
 
 def test_context_keeps_the_atoms_of_closed_sub_calls() -> None:
-    """A closed ( reverse [ r ] ) leaves r in its parent's items, under the sub-call's argument index."""
+    """A closed ( reverse [ r ] ) leaves r (and its direction) in its parent's items, under the sub-call's index."""
     seen: list = []
 
     class Recorder:
@@ -157,7 +157,10 @@ def test_context_keeps_the_atoms_of_closed_sub_calls() -> None:
 
     g = SExprGrammar([BaseRules(), Recorder()])
     assert g.accepts("( and [ a , b ] ( join ( reverse [ c , d ] ) [ Alpha ] ) )".split())
-    assert (("AND", ((0, "class", "a , b"),)), ("JOIN", ((0, "relation", "c , d"),))) in seen
+    join = ("JOIN", ((0, "relation", "c , d"), (0, "reverse", "c , d")))
+    assert (("AND", ((0, "class", "a , b"),)), join) in seen
+    assert g.accepts("( join [ c , d ] [ Alpha ] )".split())
+    assert ("JOIN", ((0, "relation", "c , d"),)) in seen[-1]  # a forward join: no "reverse" item
 
 
 def test_no_relation_call_is_opened_where_no_relation_may_be_written() -> None:
