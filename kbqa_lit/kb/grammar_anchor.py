@@ -17,10 +17,10 @@ and there the inner relation is anchored in turn. The edges come from the store
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kbqa_lit.kb.grammar_rules import Context, PhraseVocab, RoleVocab
+from kbqa_lit.kb.grammar_rules import Context, EntityRules, RoleVocab
 from kbqa_lit.kb.normalize import schema_to_words
 
 
@@ -61,10 +61,6 @@ class AnchoredEntityRules:
         ]
         self._vocabs: dict[tuple[str, bool] | None, RoleVocab] = {}
 
-    def _vocab(self, keep: Sequence[AnchoredEntity]) -> RoleVocab:
-        labels = PhraseVocab(" ".join(e.label.split()) for e in keep if e.label and e.label.strip())
-        return RoleVocab((labels,) if len(labels) else (), frozenset(s for e in keep for s in e.slots))
-
     def allowed(self, relation: str | None, reverse: bool) -> RoleVocab:
         """The entities that may follow ``relation`` (bracket words) in a join (``None``: any entity)."""
         key = None if relation is None else (relation, reverse)
@@ -75,7 +71,10 @@ class AnchoredEntityRules:
                 for e, (out, into) in zip(self.entities, self._edges, strict=True)
                 if relation is None or relation in (out if reverse else into)
             ]
-            found = self._vocabs[key] = self._vocab(keep)
+            rules = EntityRules([e.label for e in keep if e.label], [s for e in keep for s in e.slots])
+            found = rules.vocab("entity", ())
+            assert found is not None  # EntityRules always answers for "entity"
+            self._vocabs[key] = found
         return found
 
     def vocab(self, role: str, context: Context) -> RoleVocab | None:
