@@ -29,19 +29,31 @@ class SelectionCounts(Metric):
 
     full_state_update = False
     fallback: torch.Tensor
+    path_fallback: torch.Tensor
+    path_override: torch.Tensor
     n: torch.Tensor
     cache_hits: torch.Tensor
     cache_misses: torch.Tensor
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        for name in ("fallback", "n", "cache_hits", "cache_misses"):
+        for name in ("fallback", "path_fallback", "path_override", "n", "cache_hits", "cache_misses"):
             self.add_state(name, default=torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
 
-    def update(self, fallback: int = 0, n: int = 0, cache_hits: int = 0, cache_misses: int = 0) -> None:
+    def update(
+        self,
+        fallback: int = 0,
+        n: int = 0,
+        cache_hits: int = 0,
+        cache_misses: int = 0,
+        path_fallback: int = 0,
+        path_override: int = 0,
+    ) -> None:
         """Add counts."""
         for name, value in (
             ("fallback", fallback),
+            ("path_fallback", path_fallback),
+            ("path_override", path_override),
             ("n", n),
             ("cache_hits", cache_hits),
             ("cache_misses", cache_misses),
@@ -49,10 +61,12 @@ class SelectionCounts(Metric):
             setattr(self, name, getattr(self, name) + float(value))
 
     def compute(self) -> dict[str, torch.Tensor]:
-        """Return ``fallback_rate`` (per question) and ``exec_cache_hit_rate`` (per store lookup)."""
+        """Per question ``fallback_rate``, ``path_fallback_rate``, ``path_override_rate``; ``exec_cache_hit_rate``."""
         lookups = self.cache_hits + self.cache_misses
         return {
             "fallback_rate": self.fallback / self.n.clamp(min=1.0),
+            "path_fallback_rate": self.path_fallback / self.n.clamp(min=1.0),
+            "path_override_rate": self.path_override / self.n.clamp(min=1.0),
             "exec_cache_hit_rate": self.cache_hits / lookups.clamp(min=1.0),
         }
 
@@ -107,6 +121,8 @@ def metrics_from_rows(rows: list[dict[str, Any]]) -> dict[str, float]:
     ]
     out = mean_scores(sum_scores(scores))
     out["fallback_rate"] = sum(1.0 for r in rows if r["fallback"]) / max(len(rows), 1)
+    out["path_fallback_rate"] = sum(1.0 for r in rows if r.get("path_fallback")) / max(len(rows), 1)
+    out["path_override_rate"] = sum(1.0 for r in rows if r.get("path_override")) / max(len(rows), 1)
     return out
 
 

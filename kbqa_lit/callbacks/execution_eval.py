@@ -68,6 +68,7 @@ from lightning.pytorch.utilities import rank_zero_warn
 from lightning.pytorch.utilities.warnings import PossibleUserWarning
 from transformers import LogitsProcessorList
 
+from kbqa_lit.backbones.common import MINILM
 from kbqa_lit.callbacks.answer_source import SeparateAnswerModel
 from kbqa_lit.callbacks.constrained_decoding import ConstrainedDecoding
 from kbqa_lit.callbacks.eval_rows import (
@@ -92,6 +93,7 @@ from kbqa_lit.metrics.answer_metrics import AnswerMetrics
 from kbqa_lit.metrics.functional import QuestionScore, score_question
 from kbqa_lit.metrics.lf_match import load_reverse_properties, logical_form_em
 from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector, KBNameLookup, Selection, names_of
+from kbqa_lit.pipelines.path_fallback import PathFallback
 
 #: Trainer stage → (metric prefix, datamodule split).
 STAGES: dict[str, tuple[str, str]] = {
@@ -100,7 +102,17 @@ STAGES: dict[str, tuple[str, str]] = {
     "predict": ("predict", "predict"),
 }
 #: Metrics logged per stage (``em`` only when measured).
-LOGGED = ("f1", "hit1", "hit1_any", "em", "executable", "fallback_rate", "exec_cache_hit_rate")
+LOGGED = (
+    "f1",
+    "hit1",
+    "hit1_any",
+    "em",
+    "executable",
+    "fallback_rate",
+    "path_fallback_rate",
+    "path_override_rate",
+    "exec_cache_hit_rate",
+)
 #: Beams and errors kept per row of the prediction file.
 ROW_BEAMS = 5
 ROW_ERRORS = 5
@@ -147,6 +159,15 @@ class ExecutionGuidedEval(L.Callback):
             beams from the module under test (an LF-only generator, ``alpha: 0``). Loaded once in
             ``setup``; a missing file raises :class:`~kbqa_lit.errors.UserInputError` here, a file
             that is not such a checkpoint (or whose tokenizer differs from the data's) in ``setup``.
+        path_fallback: When no beam executes, answer with the best-ranked relation path of the
+            linked entities (:mod:`kbqa_lit.pipelines.path_fallback`: the KB's one- and two-hop
+            paths, ranked by a pretrained sentence encoder's similarity to the question) before
+            the answer text. Rows record ``path_fallback``; ``path_fallback_rate`` is logged.
+        path_encoder: The sentence encoder of the path fallback (all-MiniLM-L6-v2 offline).
+        path_max_hops: Longest relation path of the path fallback (1 or 2).
+        path_override_margin: With ``path_fallback``, also replace a chosen beam that is a plain
+            join chain when the best path's similarity exceeds the chain's own by more than this
+            (``None``: never). Rows record ``path_override``; ``path_override_rate`` is logged.
 
     Raises:
         UserInputError: When ``answer_model`` is not a file.
@@ -173,6 +194,10 @@ class ExecutionGuidedEval(L.Callback):
         constrained: Literal["none", "grammar", "schema", "connected", "datamodule"] = "none",
         lf_generation: bool = True,
         answer_model: str | None = None,
+        path_fallback: bool = False,
+        path_encoder: str = MINILM,
+        path_max_hops: int = 2,
+        path_override_margin: float | None = None,
     ) -> None:
         super().__init__()
         stages = [stages] if isinstance(stages, str) else list(stages)
@@ -204,6 +229,15 @@ class ExecutionGuidedEval(L.Callback):
         self.lf_generation = bool(lf_generation)
         self.answer_model = None if answer_model is None else str(answer_model)
         self._answers = None if answer_model is None else SeparateAnswerModel(answer_model)
+        self.path_fallback = bool(path_fallback)
+        self.path_encoder = path_encoder
+        self.path_max_hops = int(path_max_hops)
+        self.path_override_margin = path_override_margin
+        self._paths = (
+            PathFallback(path_encoder, path_max_hops, override_margin=path_override_margin)
+            if self.path_fallback
+            else None
+        )
         self.kb: Any = None
         self.selector: ExecutionGuidedSelector | None = None
         self.names: KBNameLookup | None = None
@@ -437,20 +471,15 @@ class ExecutionGuidedEval(L.Callback):
                 f"{None if texts is None else len(texts)}) but the batch has {len(indices)}"
             )
         scores: list[QuestionScore] = []
-        fallbacks = 0
+        fallbacks = path_fallbacks = path_overrides = 0
         for k, i in enumerate(indices):
             ex = examples[i]
             ex_beams = [unmask_lf(b, ex) for b in beams[k]]  # topic-entity slots [E0]... → labels
             before = time.perf_counter()
-            sel = self.selector.select(
-                ex_beams,
-                semantics=ex.semantics,
-                label_to_ids=invert_labels(ex.entity_labels()),
-                candidates=tuple((str(e), str(n)) for e, n in (ex.meta.get("entity_candidates") or {}).items()),
-                answer_text=None if texts is None else texts[k],
-                name_to_ids=self.names,
-            )
+            sel = self._select(ex, ex_beams, None if texts is None else texts[k])
             selecting += time.perf_counter() - before
+            path_fallbacks += int(sel.path_fallback)
+            path_overrides += int(sel.path_override)
             predicted = self._comparable(sel.answers, ex)
             score = score_question(predicted, gold_parses(ex), em=self._em(sel, ex), executable=sel.executable)
             scores.append(score)
@@ -460,8 +489,25 @@ class ExecutionGuidedEval(L.Callback):
             row["answer_source"] = self.answer_model or "module"
             self._rows.append(row)
         self._metrics.update(scores=scores)
-        self._counts.update(fallback=fallbacks, n=len(indices))
+        self._counts.update(
+            fallback=fallbacks, path_fallback=path_fallbacks, path_override=path_overrides, n=len(indices)
+        )
         self._timer.add_batch(generated - start, selecting, time.perf_counter() - generated - selecting, len(indices))
+
+    def _select(self, ex: KBQAExample, beams: list[str], text: str | None) -> Selection:
+        """The question's selection: beams in order, then the path fallback (when on), then the text."""
+        assert self.selector is not None, "setup() opens the store"
+        kwargs: dict[str, Any] = {
+            "semantics": ex.semantics,
+            "label_to_ids": invert_labels(ex.entity_labels()),
+            "candidates": tuple((str(e), str(n)) for e, n in (ex.meta.get("entity_candidates") or {}).items()),
+            "answer_text": text,
+            "name_to_ids": self.names,
+        }
+        if self._paths is None:
+            return self.selector.select(beams, **kwargs)
+        linked = {str(e): str(n) for e, n in ex.topic_entities.items()}
+        return self._paths.select(self.selector, beams, question=ex.question, linked=linked, **kwargs)
 
     def _comparable(self, answers: list[str], ex: KBQAExample) -> list[str]:
         """The answers in the gold's terms: KB ids, or their names where the gold has names only.
@@ -514,6 +560,8 @@ class ExecutionGuidedEval(L.Callback):
             "em": score.em,
             "executable": sel.executable,
             "fallback": sel.fallback,
+            "path_fallback": sel.path_fallback,
+            "path_override": sel.path_override,
             "beams_tried": sel.beams_tried,
             "errors": [e[:_ERROR_CHARS] for e in sel.errors[:ROW_ERRORS]],
         }
@@ -537,6 +585,9 @@ class ExecutionGuidedEval(L.Callback):
                 "Use an unrepeated sampler so every question reaches exactly one rank."
             )
             values.update(metrics_from_rows(rows))
+        if self._paths is None:  # logged only when the path fallback is on
+            values.pop("path_fallback_rate", None)
+            values.pop("path_override_rate", None)
         self.last_metrics, self.last_rows, self.last_duplicates = values, rows, duplicates
         if stage != "predict":
             self._hide_resync_advice()

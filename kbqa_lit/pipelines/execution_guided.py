@@ -68,6 +68,10 @@ class Selection:
         sparql: Its SPARQL, or ``None``.
         executable: Whether a beam executed with a non-empty answer.
         fallback: Whether the answer text was used (no beam executed and a text was given).
+        path_fallback: Whether the answers come from the KB-path fallback (no beam executed; see
+            :mod:`kbqa_lit.pipelines.path_fallback`): ``chosen_sexpr`` is then the chosen path's.
+        path_override: Whether a KB path replaced the executable beam that was chosen (the path
+            fallback's ``override_margin``); ``chosen_sexpr`` is then the path's.
         beams_tried: Beams examined in order, up to and including the chosen one (all of them
             when none executed); duplicates and unmappable beams count.
         errors: Why each examined beam was rejected, as ``"beam i: reason"``, in beam order.
@@ -82,6 +86,8 @@ class Selection:
     fallback: bool
     beams_tried: int
     errors: list[str] = field(default_factory=list)
+    path_fallback: bool = False
+    path_override: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""

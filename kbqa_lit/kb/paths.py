@@ -1,0 +1,116 @@
+"""Relation paths from an entity: every one- and two-hop chain the KB has there, as S-expressions.
+
+One query per entity reads the relations of its edges and of its neighbours' edges, each with its
+direction, and turns every distinct chain into the join that follows it from the entity::
+
+    e r ?x              →  (JOIN (R r) e)
+    ?x r e              →  (JOIN r e)
+    e r1 ?m . ?m r2 ?x  →  (JOIN (R r2) (JOIN (R r1) e))
+
+Only fact relations count (:func:`~kbqa_lit.kb.relation_inventory.is_fact_relation`: no names,
+types or labels), a second hop starts from an IRI (never a literal) and does not come straight
+back to the entity. Every path returned is executable by construction: the KB has at least one
+instance of it. The query projects one tab-separated string per solution (the stores return the
+first projected variable), as :func:`~kbqa_lit.kb.entity_index.relation_edges` does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kbqa_lit.errors import StoreError, UserInputError
+from kbqa_lit.kb.iri import iri, local_id
+from kbqa_lit.kb.relation_inventory import is_fact_relation
+
+#: Directions of a hop as seen from the entity outwards: ``out`` (``e r ?x``), ``in`` (``?x r e``).
+OUT, IN = "out", "in"
+
+
+@dataclass(frozen=True)
+class RelationPath:
+    """A chain of relations from one entity, with the S-expression that follows it.
+
+    Attributes:
+        entity: The entity the chain starts from.
+        hops: ``(relation, direction)`` per hop, from the entity outwards (direction ``out`` or ``in``).
+        sexpr: The S-expression whose answers are the chain's far ends.
+    """
+
+    entity: str
+    hops: tuple[tuple[str, str], ...]
+    sexpr: str
+
+    @property
+    def relations(self) -> tuple[str, ...]:
+        """The relations of the hops, in order."""
+        return tuple(r for r, _ in self.hops)
+
+
+def _join(relation: str, direction: str, inner: str) -> str:
+    return f"(JOIN (R {relation}) {inner})" if direction == OUT else f"(JOIN {relation} {inner})"
+
+
+def _query(entity: str, max_hops: int, limit: int) -> str:
+    e = f"<{iri(entity)}>"
+    first = f'{{ {e} ?p1 ?m BIND("{OUT}" AS ?d1) }} UNION {{ ?m ?p1 {e} BIND("{IN}" AS ?d1) }}'
+    if max_hops == 1:
+        return f'SELECT DISTINCT (CONCAT(?d1, "\\t", STR(?p1), "\\t\\t") AS ?x) WHERE {{ {first} }} LIMIT {limit}'
+    second = (
+        f'OPTIONAL {{ FILTER(isIRI(?m)) {{ ?m ?p2 ?y BIND("{OUT}" AS ?d2) }} UNION '
+        f'{{ ?y ?p2 ?m BIND("{IN}" AS ?d2) }} FILTER(?y != {e}) }}'
+    )
+    return (
+        'SELECT DISTINCT (CONCAT(?d1, "\\t", STR(?p1), "\\t", COALESCE(?d2, ""), "\\t", '
+        f'COALESCE(STR(?p2), "")) AS ?x) WHERE {{ {first} {second} }} LIMIT {limit}'
+    )
+
+
+def relation_paths(store: object, entity: str, max_hops: int = 2, limit: int = 20000) -> list[RelationPath]:
+    """The distinct one-hop (and, with ``max_hops=2``, two-hop) relation paths from ``entity``.
+
+    Args:
+        store: A knowledge base with ``execute(sparql)`` (embedded store or endpoint).
+        entity: The entity id (e.g. ``m.0abc``).
+        max_hops: 1 or 2.
+        limit: At most this many distinct ``(relation, direction)`` combinations are read (the
+            query's ``LIMIT``; a hub entity of a large KB can have many).
+
+    Returns:
+        The paths, one-hop first, each group sorted by its S-expression (a deterministic order).
+
+    Raises:
+        UserInputError: When ``max_hops`` is not 1 or 2 or ``limit < 1``.
+        StoreError: When the query fails (e.g. its timeout).
+    """
+    if max_hops not in (1, 2):
+        raise UserInputError(f"max_hops must be 1 or 2, got {max_hops!r}")
+    if limit < 1:
+        raise UserInputError(f"limit must be >= 1, got {limit!r}")
+    result = store.execute(_query(entity, max_hops, limit))  # type: ignore[attr-defined]
+    if not result.ok:
+        raise StoreError(
+            f"could not read the relation paths of {entity} from {getattr(store, 'identity', store)}: {result.error}"
+        )
+    one: dict[str, RelationPath] = {}
+    two: dict[str, RelationPath] = {}
+    for value in result.answers:
+        parts = value.split("\t")
+        if len(parts) != 4:
+            continue
+        d1, p1, d2, p2 = parts
+        r1 = local_id(p1)
+        if not is_fact_relation(r1):
+            continue
+        first = RelationPath(entity, ((r1, d1),), _join(r1, d1, entity))
+        one.setdefault(first.sexpr, first)
+        if not p2:
+            continue
+        r2 = local_id(p2)
+        if not is_fact_relation(r2) or (r2 == r1 and d2 != d1):  # r then its reverse: back where we were
+            continue
+        path = RelationPath(entity, ((r1, d1), (r2, d2)), _join(r2, d2, first.sexpr))
+        two.setdefault(path.sexpr, path)
+    return [one[k] for k in sorted(one)] + [two[k] for k in sorted(two)]
+
+
+__all__ = ["IN", "OUT", "RelationPath", "relation_paths"]

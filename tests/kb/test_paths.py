@@ -1,0 +1,48 @@
+"""relation_paths: every one- and two-hop chain from an entity, as executable S-expressions, on a real store."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbqa_lit.errors import UserInputError
+from kbqa_lit.kb.paths import relation_paths
+from kbqa_lit.kb.sparql import sexpr_to_sparql
+from kbqa_lit.kb.store import open_store
+from tests.helpers.music_kb import build_music_store
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory):
+    with open_store(build_music_store(tmp_path_factory.mktemp("paths"))) as kb:
+        yield kb
+
+
+def test_one_and_two_hop_paths_in_both_directions(store) -> None:
+    paths = {p.sexpr: p for p in relation_paths(store, "m.a1")}
+    assert "(JOIN (R music.album.artist) m.a1)" in paths
+    chain = paths["(JOIN (R people.person.place_of_birth) (JOIN (R music.album.artist) m.a1))"]
+    assert chain.hops == (("music.album.artist", "out"), ("people.person.place_of_birth", "out"))
+    assert chain.relations == ("music.album.artist", "people.person.place_of_birth")
+    assert "(JOIN (R people.person.date_of_birth) (JOIN (R music.album.artist) m.a1))" in paths  # a literal end
+    # never names; never a relation then its reverse (the artist's other album, m.a2, is no path of m.a1)
+    assert not any("type.object.name" in s for s in paths)
+    assert "(JOIN music.album.artist (JOIN (R music.album.artist) m.a1))" not in paths
+    assert "(JOIN music.album.artist m.p1)" in {p.sexpr for p in relation_paths(store, "m.p1")}
+    into = {p.sexpr for p in relation_paths(store, "m.l1")}
+    assert "(JOIN location.country.official_language m.l1)" in into  # ?x official_language l1
+    assert "(JOIN people.person.nationality (JOIN location.country.official_language m.l1))" in into
+    for sexpr in paths:  # executable by construction
+        assert store.execute(sexpr_to_sparql(sexpr)).answers, sexpr
+
+
+def test_one_hop_only_the_order_and_bad_settings(store) -> None:
+    one = relation_paths(store, "m.p1", max_hops=1)
+    assert [p.sexpr for p in one] == sorted(p.sexpr for p in one)
+    assert all(len(p.hops) == 1 for p in one) and len(one) == 4  # artist (in), birth, nationality, date
+    both = relation_paths(store, "m.p1")
+    assert [p.sexpr for p in both[: len(one)]] == [p.sexpr for p in one]  # one-hop paths come first
+    assert relation_paths(store, "m.nobody") == []
+    with pytest.raises(UserInputError, match="max_hops"):
+        relation_paths(store, "m.p1", max_hops=3)
+    with pytest.raises(UserInputError, match="limit"):
+        relation_paths(store, "m.p1", limit=0)
