@@ -166,3 +166,18 @@ def test_generator_pair_trains_two_models_and_tests_them_as_one(capsys, tmp_path
     assert answer_ckpt == work / "answer" / "logs" / "run" / "checkpoints" / "last.ckpt"
     assert lf_ckpt == work / "lf" / "logs" / "run" / "checkpoints" / "last.ckpt"
     assert printed["answers"]["ckpt_path"] == str(lf_ckpt)
+
+
+def test_the_demo_test_command_parses_with_its_settings(capsys):
+    """``make demo``'s ``kbqa test`` line (from the Makefile) resolves to schema decoding and the path fallback."""
+    import shlex
+
+    makefile = (CONFIGS.parent / "Makefile").read_text().replace("\\\n", " ")
+    line = next(ln for ln in makefile.splitlines() if "kbqa test --config configs/quickstart.yaml" in ln)
+    argv = shlex.split(line.split("kbqa test", 1)[1].replace("configs/", f"{CONFIGS}/"))
+    argv = [a for a in argv if a != "--ckpt_path" and not a.endswith("last.ckpt")]
+    printed = yaml.safe_load(_print_config(["test", *argv, "--print_config"], capsys))
+    callback = printed["trainer"]["callbacks"][-1]["init_args"]
+    assert callback["constrained"] == "schema" and callback["path_fallback"] is True
+    assert callback["path_override_margin"] == 0.3 and callback["path_max_hops"] == 2
+    assert printed["data"]["init_args"]["linking"] == "predicted"
