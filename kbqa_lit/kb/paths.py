@@ -106,7 +106,7 @@ def relation_paths(store: object, entity: str, max_hops: int = 2, limit: int = 2
         if not p2:
             continue
         r2 = local_id(p2)
-        if not is_fact_relation(r2) or (r2 == r1 and d2 != d1):  # r then its reverse: back where we were
+        if not is_fact_relation(r2):
             continue
         path = RelationPath(entity, ((r1, d1), (r2, d2)), _join(r2, d2, first.sexpr))
         two.setdefault(path.sexpr, path)
