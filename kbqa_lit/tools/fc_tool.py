@@ -114,7 +114,7 @@ def cmd_compose(args: argparse.Namespace) -> int:
     from kbqa_lit.pipelines.config_files import read_config_mapping
     from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
     from kbqa_lit.pipelines.fc.build import resolve_config
-    from kbqa_lit.pipelines.fc.composition import COMPOSE_DEFAULTS, FillComposition
+    from kbqa_lit.pipelines.fc.composition import COMPOSE_DEFAULTS, FillComposition, path_fallback_from
     from kbqa_lit.pipelines.fc.fill import SkeletonFiller
     from kbqa_lit.tools.common import write_json_lines_atomic
 
@@ -127,11 +127,12 @@ def cmd_compose(args: argparse.Namespace) -> int:
         raise UserInputError(f"no such question file: {path} (a file written by `kbqa fc detect`)")
     generated = _read_generated(cfg["generated"]) if cfg["generated"] else None
     filler = SkeletonFiller(**cfg["fill"])
+    paths = path_fallback_from(cfg["paths"])
     store = _open_kb(cfg["kb"])
     start = time.perf_counter()
     try:
         selector = ExecutionGuidedSelector(store, max_beams=int(cfg["max_executions"]))
-        composer = FillComposition(filler, selector, cfg["composition"], generated)
+        composer = FillComposition(filler, selector, cfg["composition"], generated, paths)
         examples = list(read_jsonl(path))[: args.limit] if args.limit else list(read_jsonl(path))
         rows = [composer.answer(ex) for ex in examples]
     finally:

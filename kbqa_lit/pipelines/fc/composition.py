@@ -8,6 +8,12 @@
   ``kbqa test`` predictions, ``generated``) when it executed, else the fillings;
 - ``fill+generate``: the fillings, else the composer's choice.
 
+``paths`` (off by default; not in the paper, which is silent on questions nothing answers): the
+shared KB-path fallback (:mod:`kbqa_lit.pipelines.path_fallback`) over the detected entities —
+``fallback: true`` answers a question whose fillings all come back empty with the best-ranked KB
+path of its entities; ``override_margin`` also replaces a chosen filling that is a plain join chain
+when a path fits the question better by that margin. Such rows have ``composition: path``.
+
 Reads each question's ``meta["fc"]`` (what ``kbqa fc detect`` wrote) and its text (literals), never a
 gold field; a prediction row names the source of its form (``composition``: ``fill``, ``generate``
 or ``none``) so ``kbqa eval`` and a reader can tell them apart.
@@ -24,6 +30,7 @@ from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
 from kbqa_lit.pipelines.fc.fill import SkeletonFiller
+from kbqa_lit.pipelines.path_fallback import PathFallback
 
 COMPOSITIONS = ("fill", "generate+fill", "fill+generate")
 
@@ -43,7 +50,28 @@ COMPOSE_DEFAULTS: dict[str, Any] = {
         "extra_skeletons": 0,
     },
     "max_executions": 100,
+    "paths": {
+        "fallback": False,
+        "override_margin": None,
+        "encoder": "all-MiniLM-L6-v2",
+        "max_hops": 2,
+    },
 }
+
+
+def path_fallback_from(settings: Mapping[str, Any]) -> PathFallback | None:
+    """The ``paths`` section as a :class:`PathFallback` (``None`` when ``fallback`` is false).
+
+    Raises:
+        UserInputError: For an ``override_margin`` without ``fallback``, or bad values.
+    """
+    if not settings.get("fallback"):
+        if settings.get("override_margin") is not None:
+            raise UserInputError("paths.override_margin needs paths.fallback: true")
+        return None
+    return PathFallback(
+        str(settings["encoder"]), int(settings["max_hops"]), override_margin=settings.get("override_margin")
+    )
 
 
 class FillComposition:
@@ -54,6 +82,7 @@ class FillComposition:
         selector: Executes candidates in order and keeps the first non-empty one.
         composition: ``fill``, ``generate+fill`` or ``fill+generate``.
         generated: The composer's choices by qid (required unless ``fill``).
+        paths: The KB-path fallback (see the module docstring; ``None``: off).
     """
 
     def __init__(
@@ -62,6 +91,7 @@ class FillComposition:
         selector: ExecutionGuidedSelector,
         composition: str = "fill",
         generated: Mapping[str, Mapping[str, Any]] | None = None,
+        paths: PathFallback | None = None,
     ) -> None:
         if composition not in COMPOSITIONS:
             raise UserInputError(f"composition must be one of {', '.join(COMPOSITIONS)}, got {composition!r}")
@@ -69,6 +99,7 @@ class FillComposition:
             raise UserInputError(f"composition {composition!r} needs the composer's predictions (generated: FILE)")
         self.filler, self.selector, self.composition = filler, selector, composition
         self.generated = generated or {}
+        self.paths = paths
 
     def _generated(self, ex: KBQAExample) -> dict[str, Any] | None:
         if self.composition == "fill":
@@ -101,6 +132,22 @@ class FillComposition:
             label_to_ids={},
             candidates=list(comp.entities.items()),
         )
+        if self.paths is not None and (generated is None or chosen.executable):
+            first = [chosen.chosen_sexpr] if chosen.executable else [f.sexpr for f in fillings[:1]]
+            sel = self.paths.select(
+                self.selector, first, question=ex.question, linked=dict(comp.entities),
+                semantics=ex.semantics, label_to_ids={},
+            )  # fmt: skip
+            if sel.path_fallback or sel.path_override:
+                return {
+                    **row,
+                    "answers": sel.answers,
+                    "s_expression": sel.chosen_sexpr,
+                    "executable": True,
+                    "composition": "path",
+                    "skeleton": None,
+                    "tried": chosen.beams_tried,
+                }
         if chosen.executable and chosen.chosen_beam is not None:
             return {
                 **row,
@@ -124,4 +171,4 @@ class FillComposition:
         }
 
 
-__all__ = ["COMPOSE_DEFAULTS", "COMPOSITIONS", "FillComposition"]
+__all__ = ["COMPOSE_DEFAULTS", "COMPOSITIONS", "FillComposition", "path_fallback_from"]

@@ -146,3 +146,32 @@ def test_levels_label_questions_against_the_training_split(world, tmp_path, caps
         assert gold_kbcheck(dataclasses.replace(ex, s_expression=None), store) == "none"
     finally:
         store.close()
+
+
+def test_the_path_fallback_answers_what_no_filling_executes(world, tmp_path, capsys):
+    """Components naming a relation the KB lacks give no executable filling: the KB path ranked by MiniLM answers."""
+    rows = [ex for ex in read_jsonl(world / "world" / "test.jsonl") if ex.s_expression.startswith("(JOIN (R ")]
+    rows = [ex for ex in rows if ex.s_expression.count("(JOIN") == 1][:6]
+    assert len(rows) == 6
+    detected = []
+    for ex in rows:
+        comp = Components(
+            [], dict(ex.topic_entities), ["(JOIN (R <rel>) <entity>)"], ["test.no.relation"], [], [1.0], []
+        )
+        detected.append(dataclasses.replace(strip_gold(ex), meta={**ex.meta, FC_META: components_meta(comp)}))
+    write_jsonl(detected, tmp_path / "detected.jsonl")
+    off, on = tmp_path / "off.jsonl", tmp_path / "on.jsonl"
+    assert _compose(world, tmp_path / "detected.jsonl", off, "paths.fallback=false", "paths.override_margin=null") == 0
+    assert json.loads(capsys.readouterr().out)["source"] == {"none": 6}
+    assert _compose(world, tmp_path / "detected.jsonl", on) == 0  # compose.yaml's default: the fallback on
+    assert json.loads(capsys.readouterr().out)["source"] == {"path": 6}
+    preds = [json.loads(line) for line in on.read_text().splitlines()]
+    right = 0
+    for ex, pred in zip(rows, preds, strict=True):
+        assert pred["executable"] and pred["composition"] == "path" and pred["answers"]
+        assert next(iter(ex.topic_entities)) in pred["s_expression"]
+        right += sorted(pred["answers"]) == sorted(a.id for a in ex.answers)
+    assert right >= 4, [(ex.question, p["s_expression"]) for ex, p in zip(rows, preds, strict=True)]
+    # an override margin without the fallback is a clear error
+    assert _compose(world, tmp_path / "detected.jsonl", off, "paths.fallback=false", "paths.override_margin=0.3") == 2
+    assert "paths.override_margin needs paths.fallback" in capsys.readouterr().err
