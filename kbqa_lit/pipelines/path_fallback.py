@@ -242,27 +242,9 @@ class PathFallback:
             found = selector.select(ranked, semantics=semantics, label_to_ids={})
             errors += [f"path {e.removeprefix('beam ')}" for e in found.errors]
             if found.executable:
-                return Selection(
-                    answers=found.answers,
-                    chosen_beam=None,
-                    chosen_sexpr=found.chosen_sexpr,
-                    sparql=found.sparql,
-                    executable=True,
-                    fallback=False,
-                    beams_tried=sel.beams_tried,
-                    errors=errors,
-                    path_fallback=True,
-                )
-        return Selection(
-            answers=fallback_answers(answer_text, name_to_ids) if answer_text is not None else [],
-            chosen_beam=None,
-            chosen_sexpr=None,
-            sparql=None,
-            executable=False,
-            fallback=answer_text is not None,
-            beams_tried=sel.beams_tried,
-            errors=errors,
-        )
+                return replace(found, chosen_beam=None, beams_tried=sel.beams_tried, errors=errors, path_fallback=True)
+        text = fallback_answers(answer_text, name_to_ids) if answer_text is not None else []
+        return replace(sel, answers=text, fallback=answer_text is not None, errors=errors)
 
 
 __all__ = ["PathFallback", "chain_relations", "path_words", "question_without_mentions"]
