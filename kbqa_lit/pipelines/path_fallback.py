@@ -125,6 +125,7 @@ class PathFallback:
         self.limit = int(limit)
         self._encoder: SentenceEncoder | None = None
         self._cache: dict[str, torch.Tensor] = {}
+        self._last_query: tuple[str, torch.Tensor] | None = None
 
     @property
     def encoder(self) -> SentenceEncoder:
@@ -135,7 +136,7 @@ class PathFallback:
 
     def __getstate__(self) -> dict[str, object]:  # the encoder reloads in a copy (e.g. a spawned rank)
         state = dict(self.__dict__)
-        state.update(_encoder=None, _cache={})
+        state.update(_encoder=None, _cache={}, _last_query=None)
         return state
 
     def _embed(self, texts: Sequence[str]) -> torch.Tensor:
@@ -158,8 +159,9 @@ class PathFallback:
 
     def _similarities(self, question: str, linked: Mapping[str, str], texts: Sequence[str]) -> list[float]:
         query = question_without_mentions(question, list(linked.values()))
-        q = self.encoder.encode([query])[0]
-        return (self._embed(texts) @ q).tolist()
+        if self._last_query is None or self._last_query[0] != query:  # the override scores a question twice
+            self._last_query = (query, self.encoder.encode([query])[0])
+        return (self._embed(texts) @ self._last_query[1]).tolist()
 
     def _override(
         self,
