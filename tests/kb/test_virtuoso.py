@@ -507,3 +507,19 @@ def test_cli_serve_query_stop(world: Path, tmp_path: Path) -> None:
     assert stop.returncode == 0, stop.stderr
     assert json.loads(stop.stdout)["stopped"] is True
     assert not vdir.exists()
+
+
+@pytest.mark.virtuoso
+def test_relation_paths_are_the_same_on_virtuoso_and_oxigraph(
+    examples: list[KBQAExample], virtuoso: EndpointStore, oxigraph: OxigraphStore
+) -> None:
+    """The path fallback's one query per entity (UNION, OPTIONAL, COALESCE, CONCAT) reads the same paths."""
+    from kbqa_lit.kb.paths import relation_paths
+
+    entities = list(dict.fromkeys(e for ex in examples[:40] for e in ex.topic_entities))[:12]
+    assert len(entities) == 12
+    for entity in entities:
+        on_ox = [p.sexpr for p in relation_paths(oxigraph, entity)]
+        on_vi = [p.sexpr for p in relation_paths(virtuoso, entity)]
+        assert on_ox and on_vi == on_ox, entity
+        assert any("(JOIN (R " in s and s.count("(JOIN") == 2 for s in on_ox)  # two-hop paths are read too
