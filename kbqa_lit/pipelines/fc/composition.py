@@ -8,15 +8,16 @@
   ``kbqa test`` predictions, ``generated``) when it executed, else the fillings;
 - ``fill+generate``: the fillings, else the composer's choice.
 
-``paths`` (off by default; not in the paper, which is silent on questions nothing answers): the
+``paths`` (off when a config has no such section; ``configs/fc/compose.yaml`` turns it on; not in
+the paper, which is silent on questions nothing answers): the
 shared KB-path fallback (:mod:`kbqa_lit.pipelines.path_fallback`) over the detected entities —
 ``fallback: true`` answers a question whose fillings all come back empty with the best-ranked KB
 path of its entities; ``override_margin`` also replaces a chosen filling that is a plain join chain
 when a path fits the question better by that margin. Such rows have ``composition: path``.
 
 Reads each question's ``meta["fc"]`` (what ``kbqa fc detect`` wrote) and its text (literals), never a
-gold field; a prediction row names the source of its form (``composition``: ``fill``, ``generate``
-or ``none``) so ``kbqa eval`` and a reader can tell them apart.
+gold field; a prediction row names the source of its form (``composition``: ``fill``, ``generate``,
+``path`` or ``none``) so ``kbqa eval`` and a reader can tell them apart.
 """
 
 from __future__ import annotations
