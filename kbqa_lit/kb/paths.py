@@ -19,10 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kbqa_lit.errors import StoreError, UserInputError
+from kbqa_lit.kb.chains import Chain, Hop, chain_to_sexpr
 from kbqa_lit.kb.iri import iri, local_id
 from kbqa_lit.kb.relation_inventory import is_fact_relation
 
-#: Directions of a hop as seen from the entity outwards: ``out`` (``e r ?x``), ``in`` (``?x r e``).
+#: How the query writes a hop's direction from the entity outwards: ``out`` (``e r ?x``, a forward
+#: :class:`~kbqa_lit.kb.chains.Hop`), ``in`` (``?x r e``, a backward one).
 OUT, IN = "out", "in"
 
 
@@ -32,22 +34,22 @@ class RelationPath:
 
     Attributes:
         entity: The entity the chain starts from.
-        hops: ``(relation, direction)`` per hop, from the entity outwards (direction ``out`` or ``in``).
+        hops: The chain, from the entity outwards.
         sexpr: The S-expression whose answers are the chain's far ends.
     """
 
     entity: str
-    hops: tuple[tuple[str, str], ...]
+    hops: Chain
     sexpr: str
 
     @property
     def relations(self) -> tuple[str, ...]:
         """The relations of the hops, in order."""
-        return tuple(r for r, _ in self.hops)
+        return tuple(h.relation for h in self.hops)
 
 
-def _join(relation: str, direction: str, inner: str) -> str:
-    return f"(JOIN (R {relation}) {inner})" if direction == OUT else f"(JOIN {relation} {inner})"
+def _path(entity: str, hops: Chain) -> RelationPath:
+    return RelationPath(entity, hops, chain_to_sexpr(entity, hops))
 
 
 def _query(entity: str, max_hops: int, limit: int) -> str:
@@ -101,14 +103,14 @@ def relation_paths(store: object, entity: str, max_hops: int = 2, limit: int = 2
         r1 = local_id(p1)
         if not is_fact_relation(r1):
             continue
-        first = RelationPath(entity, ((r1, d1),), _join(r1, d1, entity))
+        first = _path(entity, (Hop(r1, d1 == OUT),))
         one.setdefault(first.sexpr, first)
         if not p2:
             continue
         r2 = local_id(p2)
         if not is_fact_relation(r2):
             continue
-        path = RelationPath(entity, ((r1, d1), (r2, d2)), _join(r2, d2, first.sexpr))
+        path = _path(entity, (*first.hops, Hop(r2, d2 == OUT)))
         two.setdefault(path.sexpr, path)
     return [one[k] for k in sorted(one)] + [two[k] for k in sorted(two)]
 

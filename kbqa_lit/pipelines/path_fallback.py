@@ -29,16 +29,16 @@ margin, chains the generator got right are left alone (the margin is chosen on a
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 import torch
 
 from kbqa_lit.backbones.common import MINILM
 from kbqa_lit.backbones.sentence_encoder import SentenceEncoder
-from kbqa_lit.errors import SExprError, StoreError, UserInputError
+from kbqa_lit.errors import StoreError, UserInputError
+from kbqa_lit.kb.chains import chain_from_sexpr
 from kbqa_lit.kb.paths import RelationPath, relation_paths
-from kbqa_lit.kb.sexpr import Atom, Call, SExpr, parse_sexpr
 from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector, Selection, fallback_answers
 
 _COUNT = re.compile(r"^\s*\(\s*count\b", re.IGNORECASE)
@@ -49,34 +49,11 @@ def path_words(path: RelationPath) -> str:
     return _words(path.relations)
 
 
-def _words(relations: Sequence[str]) -> str:
+def _words(relations: Iterable[str]) -> str:
     words: list[str] = []
     for rel in relations:
         words.extend(" ".join(rel.split(".")[-2:]).replace("_", " ").split())
     return " ".join(words)
-
-
-def chain_relations(sexpr: str) -> tuple[str, tuple[str, ...]] | None:
-    """``(entity, relations from the entity outwards)`` of a plain join chain, else ``None``.
-
-    ``(JOIN (R b) (JOIN a m.x))`` → ``("m.x", ("a", "b"))``; anything with another operator, a
-    literal or a class at the end is not a chain.
-    """
-    try:
-        node: SExpr = parse_sexpr(sexpr)
-    except (SExprError, RecursionError):
-        return None
-    outwards: list[str] = []
-    while isinstance(node, Call) and node.op == "JOIN" and len(node.args) == 2:
-        rel, node = node.args
-        if isinstance(rel, Call) and rel.op == "R" and len(rel.args) == 1:
-            rel = rel.args[0]
-        if not isinstance(rel, Atom) or rel.kind != "schema":
-            return None
-        outwards.append(rel.text)
-    if not outwards or not isinstance(node, Atom) or node.kind != "entity":
-        return None
-    return node.text, tuple(reversed(outwards))
 
 
 def question_without_mentions(question: str, labels: Sequence[str]) -> str:
@@ -173,13 +150,14 @@ class PathFallback:
         semantics: str,
     ) -> Selection:
         """``sel``, or the best path's selection when it beats the chosen chain by the margin."""
-        chain = chain_relations(sel.chosen_sexpr or "")
+        # chosen_sexpr executed, so it parses; None: no beam was chosen
+        chain = chain_from_sexpr(sel.chosen_sexpr) if sel.chosen_sexpr else None
         if self.override_margin is None or chain is None or chain[0] not in linked:
             return sel
         ranked, scores, _ = self.rank(selector.kb, question, linked, beams)
         if not ranked or ranked[0] == sel.chosen_sexpr:
             return sel
-        own = self._similarities(question, linked, [_words(chain[1])])[0]
+        own = self._similarities(question, linked, [_words(h.relation for h in chain[1])])[0]
         if scores[0] - own <= self.override_margin:
             return sel
         found = selector.select(ranked[:1], semantics=semantics, label_to_ids={})
@@ -236,6 +214,29 @@ class PathFallback:
         sel = selector.select(
             beams, semantics=semantics, label_to_ids=label_to_ids, candidates=candidates, answer_text=None
         )
+        return self.after(
+            selector, sel, beams, question=question, linked=linked, semantics=semantics,
+            answer_text=answer_text, name_to_ids=name_to_ids,
+        )  # fmt: skip
+
+    def after(
+        self,
+        selector: ExecutionGuidedSelector,
+        sel: Selection,
+        beams: Sequence[str],
+        *,
+        question: str,
+        linked: Mapping[str, str],
+        semantics: str,
+        answer_text: str | None = None,
+        name_to_ids: Mapping[str, Sequence[str]] | None = None,
+    ) -> Selection:
+        """The paths' turn after the beams' selection ``sel`` (made without an answer text).
+
+        An executable ``sel`` is kept unless the override replaces it; otherwise the ranked paths
+        are executed in order, and when none answers, the answer text is the fallback as in
+        :meth:`ExecutionGuidedSelector.select`. ``beams`` only tell whether the first one counts.
+        """
         if sel.executable:
             return self._override(selector, sel, question, linked, beams, semantics)
         ranked, _, read_errors = self.rank(selector.kb, question, linked, beams)
@@ -249,4 +250,4 @@ class PathFallback:
         return replace(sel, answers=text, fallback=answer_text is not None, errors=errors)
 
 
-__all__ = ["PathFallback", "chain_relations", "path_words", "question_without_mentions"]
+__all__ = ["PathFallback", "path_words", "question_without_mentions"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kbqa_lit.errors import UserInputError
+from kbqa_lit.kb.chains import Hop
 from kbqa_lit.kb.paths import relation_paths
 from kbqa_lit.kb.sparql import sexpr_to_sparql
 from kbqa_lit.kb.store import open_store
@@ -21,7 +22,7 @@ def test_one_and_two_hop_paths_in_both_directions(store) -> None:
     paths = {p.sexpr: p for p in relation_paths(store, "m.a1")}
     assert "(JOIN (R music.album.artist) m.a1)" in paths
     chain = paths["(JOIN (R people.person.place_of_birth) (JOIN (R music.album.artist) m.a1))"]
-    assert chain.hops == (("music.album.artist", "out"), ("people.person.place_of_birth", "out"))
+    assert chain.hops == (Hop("music.album.artist", True), Hop("people.person.place_of_birth", True))
     assert chain.relations == ("music.album.artist", "people.person.place_of_birth")
     assert "(JOIN (R people.person.date_of_birth) (JOIN (R music.album.artist) m.a1))" in paths  # a literal end
     # never names; a relation then its reverse reaches the artist's other album, never m.a1 itself

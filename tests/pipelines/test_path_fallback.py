@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import SExprError, UserInputError
+from kbqa_lit.kb.chains import Hop, chain_from_sexpr
 from kbqa_lit.kb.paths import RelationPath
 from kbqa_lit.kb.store import open_store
 from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
 from kbqa_lit.pipelines.path_fallback import (
     PathFallback,
-    chain_relations,
     path_words,
     question_without_mentions,
 )
@@ -39,20 +39,19 @@ def _select(paths: PathFallback, selector, beams, question=BORN, linked=ALBUM, t
 
 
 def test_words_mentions_and_chains() -> None:
-    path = RelationPath("m.a1", (("music.album.artist", "out"), ("people.person.place_of_birth", "out")), "x")
+    path = RelationPath("m.a1", (Hop("music.album.artist", True), Hop("people.person.place_of_birth", True)), "x")
     assert path_words(path) == "album artist person place of birth"
     assert question_without_mentions(BORN, ["paper fever"]) == "In which city was the performer of born?"
-    assert chain_relations("(JOIN (R people.person.place_of_birth) (JOIN music.album.artist m.a1))") == (
+    # the override reads a chosen beam's chain with the shared kb.chains.chain_from_sexpr
+    assert chain_from_sexpr("(JOIN (R people.person.place_of_birth) (JOIN music.album.artist m.a1))") == (
         "m.a1",
-        ("music.album.artist", "people.person.place_of_birth"),
+        (Hop("music.album.artist", False), Hop("people.person.place_of_birth", True)),
     )
-    for not_chain in (
-        "(COUNT (JOIN (R r.s.t) m.a1))",
-        "(AND film.actor (JOIN (R r.s.t) m.a1))",
-        "(JOIN (R r.s.t)",
-        "m.a1",
-    ):
-        assert chain_relations(not_chain) is None, not_chain
+    for not_chain in ("(COUNT (JOIN (R r.s.t) m.a1))", "(AND film.actor (JOIN (R r.s.t) m.a1))"):
+        assert chain_from_sexpr(not_chain) is None, not_chain
+    for not_an_expression in ("(JOIN (R r.s.t)", "m.a1"):
+        with pytest.raises(SExprError):
+            chain_from_sexpr(not_an_expression)
     with pytest.raises(UserInputError, match="max_hops"):
         PathFallback(max_hops=3)
     with pytest.raises(UserInputError, match="max_candidates"):

@@ -134,10 +134,10 @@ class FillComposition:
             candidates=list(comp.entities.items()),
         )
         if self.paths is not None and (generated is None or chosen.executable):
-            first = [chosen.chosen_sexpr] if chosen.executable else [f.sexpr for f in fillings[:1]]
-            sel = self.paths.select(
-                self.selector, first, question=ex.question, linked=dict(comp.entities),
-                semantics=ex.semantics, label_to_ids={},
+            counted = [chosen.chosen_sexpr] if chosen.chosen_sexpr else [f.sexpr for f in fillings[:1]]
+            sel = self.paths.after(
+                self.selector, chosen, counted, question=ex.question, linked=dict(comp.entities),
+                semantics=ex.semantics,
             )  # fmt: skip
             if sel.path_fallback or sel.path_override:
                 return {

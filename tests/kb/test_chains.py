@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kbqa_lit.data.keqing.chains import Hop, chain_from_sexpr, chain_text, parse_chain
+from kbqa_lit.kb.chains import Hop, chain_from_sexpr, chain_text, chain_to_sexpr, parse_chain
 
 
 def test_join_chain_reads_from_the_seed_outwards():
@@ -18,6 +18,7 @@ def test_join_chain_reads_from_the_seed_outwards():
     )
     assert chain_text(chain) == "metaqa.movie.directed_by> <metaqa.movie.directed_by metaqa.movie.written_by>"
     assert parse_chain(chain_text(chain)) == chain
+    assert chain_to_sexpr(seed, chain) == sexpr
 
 
 @pytest.mark.parametrize(
