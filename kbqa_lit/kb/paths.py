@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from kbqa_lit.errors import StoreError, UserInputError
 from kbqa_lit.kb.chains import Chain, Hop, chain_to_sexpr
-from kbqa_lit.kb.iri import iri, local_id
-from kbqa_lit.kb.relation_inventory import is_fact_relation
+from kbqa_lit.kb.iri import NS, iri, local_id
+from kbqa_lit.kb.relation_inventory import EXCLUDED_RELATIONS, is_fact_relation
 
 #: How the query writes a hop's direction from the entity outwards: ``out`` (``e r ?x``, a forward
 #: :class:`~kbqa_lit.kb.chains.Hop`), ``in`` (``?x r e``, a backward one).
@@ -115,4 +115,64 @@ def relation_paths(store: object, entity: str, max_hops: int = 2, limit: int = 2
     return [one[k] for k in sorted(one)] + [two[k] for k in sorted(two)]
 
 
-__all__ = ["IN", "OUT", "RelationPath", "relation_paths"]
+def _hop(var: str, a: str, b: str, direction: str) -> str:
+    """``{ a ?p b } UNION { b ?p a }`` with the direction bound (``out`` when ``a`` is the subject)."""
+    other = IN if direction == OUT else OUT
+    return (
+        f'{{ {a} ?p{var} {b} BIND("{direction}" AS ?d{var}) }} UNION {{ {b} ?p{var} {a} BIND("{other}" AS ?d{var}) }}'
+    )
+
+
+def _mediator_query(entity: str, limit: int) -> str:
+    e = f"<{iri(entity)}>"
+    plumbing = ", ".join(f"<{NS}{r}>" for r in sorted(EXCLUDED_RELATIONS))
+    name = f"<{NS}type.object.name>"
+    # one FILTER of the whole group: a FILTER inside its own { } would see ?m and ?y unbound
+    nameless = f"FILTER(NOT EXISTS {{ ?m {name} ?nm }} || NOT EXISTS {{ ?y {name} ?ny }})"
+    return (
+        'SELECT DISTINCT (CONCAT(?d1, "\t", STR(?p1), "\t", ?d2, "\t", STR(?p2), "\t", ?d3, "\t", STR(?p3)) '
+        f"AS ?x) WHERE {{ {_hop('1', e, '?m', OUT)} FILTER(isIRI(?m)) "
+        f"{_hop('2', '?m', '?y', OUT)} FILTER(isIRI(?y) && ?y != {e} && ?p2 NOT IN ({plumbing})) "
+        f"{nameless} "
+        f"{_hop('3', '?y', '?z', OUT)} FILTER(?z != ?m && ?z != {e} && ?p3 NOT IN ({plumbing})) }} LIMIT {limit}"
+    )
+
+
+def mediator_paths(store: object, entity: str, limit: int = 20000) -> list[RelationPath]:
+    """The distinct three-hop relation paths from ``entity`` through a nameless intermediate node.
+
+    The first or the second intermediate node has no ``type.object.name`` (a mediator, Freebase's
+    CVT); fact relations only, no node visited twice in a row and the far end is not ``entity``.
+
+    Args:
+        store: A knowledge base with ``execute(sparql)``.
+        entity: The entity id.
+        limit: At most this many distinct relation combinations are read (the query's ``LIMIT``).
+
+    Returns:
+        The paths, sorted by their S-expression.
+
+    Raises:
+        UserInputError: When ``limit < 1``.
+        StoreError: When the query fails.
+    """
+    if limit < 1:
+        raise UserInputError(f"limit must be >= 1, got {limit!r}")
+    result = store.execute(_mediator_query(entity, limit))  # type: ignore[attr-defined]
+    if not result.ok:
+        raise StoreError(
+            f"could not read the mediator paths of {entity} from {getattr(store, 'identity', store)}: {result.error}"
+        )
+    found: dict[str, RelationPath] = {}
+    for value in result.answers:
+        parts = value.split("\t")
+        if len(parts) != 6:
+            continue
+        hops = tuple(Hop(local_id(parts[i + 1]), parts[i] == OUT) for i in (0, 2, 4))
+        if all(is_fact_relation(h.relation) for h in hops):
+            path = _path(entity, hops)
+            found.setdefault(path.sexpr, path)
+    return [found[k] for k in sorted(found)]
+
+
+__all__ = ["IN", "OUT", "RelationPath", "mediator_paths", "relation_paths"]

@@ -72,6 +72,9 @@ class Selection:
             :mod:`kbqa_lit.pipelines.path_fallback`): ``chosen_sexpr`` is then the chosen path's.
         path_override: Whether a KB path replaced the executable beam that was chosen (the path
             fallback's ``override_margin``); ``chosen_sexpr`` is then the path's.
+        answer_type: Whether the answer-type check replaced the selection: its answers did not
+            have the kind of thing the question's answer noun names and these do (see
+            :mod:`kbqa_lit.pipelines.type_guard`).
         beams_tried: Beams examined in order, up to and including the chosen one (all of them
             when none executed); duplicates and unmappable beams count.
         errors: Why each examined beam was rejected, as ``"beam i: reason"``, in beam order.
@@ -88,6 +91,7 @@ class Selection:
     errors: list[str] = field(default_factory=list)
     path_fallback: bool = False
     path_override: bool = False
+    answer_type: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""

@@ -38,7 +38,7 @@ from kbqa_lit.backbones.common import MINILM
 from kbqa_lit.backbones.sentence_encoder import SentenceEncoder
 from kbqa_lit.errors import StoreError, UserInputError
 from kbqa_lit.kb.chains import chain_from_sexpr
-from kbqa_lit.kb.paths import RelationPath, relation_paths
+from kbqa_lit.kb.paths import RelationPath, mediator_paths, relation_paths
 from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector, Selection, fallback_answers
 
 _COUNT = re.compile(r"^\s*\(\s*count\b", re.IGNORECASE)
@@ -123,13 +123,21 @@ class PathFallback:
                 self._cache[text] = vec
         return torch.stack([self._cache[t] for t in texts])
 
-    def paths(self, kb: object, entities: Sequence[str]) -> tuple[list[RelationPath], list[str]]:
-        """The paths of each entity in order, and the errors of entities whose paths could not be read."""
+    def paths(
+        self, kb: object, entities: Sequence[str], mediators: bool = False
+    ) -> tuple[list[RelationPath], list[str]]:
+        """The paths of each entity in order, and the errors of entities whose paths could not be read.
+
+        With ``mediators``, each entity's three-hop paths through a nameless node
+        (:func:`~kbqa_lit.kb.paths.mediator_paths`) follow its one- and two-hop ones.
+        """
         out: list[RelationPath] = []
         errors: list[str] = []
         for entity in dict.fromkeys(entities):
             try:
                 out.extend(relation_paths(kb, entity, self.max_hops, self.limit))
+                if mediators:
+                    out.extend(mediator_paths(kb, entity, self.limit))
             except StoreError as exc:
                 errors.append(str(exc))
         return out, errors
@@ -169,7 +177,15 @@ class PathFallback:
         )
 
     def rank(
-        self, kb: object, question: str, linked: Mapping[str, str], beams: Sequence[str] = ()
+        self,
+        kb: object,
+        question: str,
+        linked: Mapping[str, str],
+        beams: Sequence[str] = (),
+        *,
+        max_candidates: int | None = None,
+        mediators: bool = False,
+        counting: bool | None = None,
     ) -> tuple[list[str], list[float], list[str]]:
         """The best ``max_candidates`` S-expressions for a question, their cosines and any read errors.
 
@@ -179,16 +195,21 @@ class PathFallback:
             linked: Linked entity id → label, in the linker's order (the label is removed from the
                 question before encoding it).
             beams: The generator's beams, best first (only whether the first one counts is used).
+            max_candidates: How many to return (``None``: the instance's ``max_candidates``).
+            mediators: Also rank three-hop paths through a nameless node (see :meth:`paths`).
+            counting: Whether every path is counted (``None``: when the first beam counts).
 
         Returns:
             ``(sexprs, scores, errors)``; empty lists when no entity is linked or the KB has no path.
         """
-        paths, errors = self.paths(kb, list(linked))
+        paths, errors = self.paths(kb, list(linked), mediators)
         if not paths:
             return [], [], errors
         scores = self._similarities(question, linked, [path_words(p) for p in paths])
-        order = sorted(range(len(paths)), key=lambda i: (-round(scores[i], 6), i))[: self.max_candidates]
-        counting = bool(beams) and bool(_COUNT.match(beams[0]))
+        keep = self.max_candidates if max_candidates is None else max_candidates
+        order = sorted(range(len(paths)), key=lambda i: (-round(scores[i], 6), i))[:keep]
+        if counting is None:
+            counting = bool(beams) and bool(_COUNT.match(beams[0]))
         sexprs = [f"(COUNT {paths[i].sexpr})" if counting else paths[i].sexpr for i in order]
         return sexprs, [float(scores[i]) for i in order], errors
 

@@ -114,7 +114,12 @@ def cmd_compose(args: argparse.Namespace) -> int:
     from kbqa_lit.pipelines.config_files import read_config_mapping
     from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
     from kbqa_lit.pipelines.fc.build import resolve_config
-    from kbqa_lit.pipelines.fc.composition import COMPOSE_DEFAULTS, FillComposition, path_fallback_from
+    from kbqa_lit.pipelines.fc.composition import (
+        COMPOSE_DEFAULTS,
+        FillComposition,
+        path_fallback_from,
+        type_guard_from,
+    )
     from kbqa_lit.pipelines.fc.fill import SkeletonFiller
     from kbqa_lit.tools.common import write_json_lines_atomic
 
@@ -128,11 +133,12 @@ def cmd_compose(args: argparse.Namespace) -> int:
     generated = _read_generated(cfg["generated"]) if cfg["generated"] else None
     filler = SkeletonFiller(**cfg["fill"])
     paths = path_fallback_from(cfg["paths"])
+    types = type_guard_from(cfg["answer_type"], paths)
     store = _open_kb(cfg["kb"])
     start = time.perf_counter()
     try:
         selector = ExecutionGuidedSelector(store, max_beams=int(cfg["max_executions"]))
-        composer = FillComposition(filler, selector, cfg["composition"], generated, paths)
+        composer = FillComposition(filler, selector, cfg["composition"], generated, paths, types)
         examples = list(read_jsonl(path))[: args.limit] if args.limit else list(read_jsonl(path))
         rows = [composer.answer(ex) for ex in examples]
     finally:
@@ -147,6 +153,7 @@ def cmd_compose(args: argparse.Namespace) -> int:
             "questions": len(rows),
             "executable": sum(r["executable"] for r in rows) / n,
             "source": dict(Counter(r["composition"] for r in rows)),
+            "answer_type_changes": sum(bool(r.get("answer_type")) for r in rows),
             "mean_fillings": sum(r["fillings"] for r in rows) / n,
             "seconds_per_question": seconds / n,
         }

@@ -15,6 +15,12 @@ shared KB-path fallback (:mod:`kbqa_lit.pipelines.path_fallback`) over the detec
 path of its entities; ``override_margin`` also replaces a chosen filling that is a plain join chain
 when a path fits the question better by that margin. Such rows have ``composition: path``.
 
+``answer_type`` (off when a config has no such section; on in ``configs/fc/compose.yaml``; ours):
+the answer-type check (:mod:`kbqa_lit.pipelines.type_guard`) — when the question names the kind of
+its answer (*which country*, *how many countries*) and the chosen answer is of another kind, the
+next filling, else KB path (up to three hops through a mediator), whose answers are of that kind
+replaces it. Rows then carry ``answer_type: true`` (and ``composition`` says which source won).
+
 Reads each question's ``meta["fc"]`` (what ``kbqa fc detect`` wrote) and its text (literals), never a
 gold field; a prediction row names the source of its form (``composition``: ``fill``, ``generate``,
 ``path`` or ``none``) so ``kbqa eval`` and a reader can tell them apart.
@@ -29,9 +35,11 @@ from kbqa_lit.data.fc.composer_examples import predicted_components
 from kbqa_lit.data.fc.literals import detect_literals
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import UserInputError
+from kbqa_lit.pipelines.answer_type import AnswerTypes
 from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
 from kbqa_lit.pipelines.fc.fill import SkeletonFiller
 from kbqa_lit.pipelines.path_fallback import PathFallback
+from kbqa_lit.pipelines.type_guard import TypeGuard
 
 COMPOSITIONS = ("fill", "generate+fill", "fill+generate")
 
@@ -57,6 +65,12 @@ COMPOSE_DEFAULTS: dict[str, Any] = {
         "encoder": "all-MiniLM-L6-v2",
         "max_hops": 2,
     },
+    "answer_type": {
+        "check": False,
+        "threshold": 0.8,
+        "max_paths": 30,
+        "encoder": "all-MiniLM-L6-v2",
+    },
 }
 
 
@@ -75,6 +89,21 @@ def path_fallback_from(settings: Mapping[str, Any]) -> PathFallback | None:
     )
 
 
+def type_guard_from(settings: Mapping[str, Any], paths: PathFallback | None) -> TypeGuard | None:
+    """The ``answer_type`` section as a :class:`TypeGuard` (``None`` when ``check`` is false).
+
+    Its KB paths are ``paths``' ranking (the same encoder), or a ranking of their own with the
+    section's encoder when the path fallback is off.
+
+    Raises:
+        UserInputError: For bad values.
+    """
+    if not settings.get("check"):
+        return None
+    types = AnswerTypes(str(settings["encoder"]), float(settings["threshold"]))
+    return TypeGuard(types, paths or PathFallback(str(settings["encoder"])), int(settings["max_paths"]))
+
+
 class FillComposition:
     """Answer detected questions by filling (and optionally the composer's choice); see the module docstring.
 
@@ -84,6 +113,7 @@ class FillComposition:
         composition: ``fill``, ``generate+fill`` or ``fill+generate``.
         generated: The composer's choices by qid (required unless ``fill``).
         paths: The KB-path fallback (see the module docstring; ``None``: off).
+        types: The answer-type check (see the module docstring; ``None``: off).
     """
 
     def __init__(
@@ -93,6 +123,7 @@ class FillComposition:
         composition: str = "fill",
         generated: Mapping[str, Mapping[str, Any]] | None = None,
         paths: PathFallback | None = None,
+        types: TypeGuard | None = None,
     ) -> None:
         if composition not in COMPOSITIONS:
             raise UserInputError(f"composition must be one of {', '.join(COMPOSITIONS)}, got {composition!r}")
@@ -100,7 +131,7 @@ class FillComposition:
             raise UserInputError(f"composition {composition!r} needs the composer's predictions (generated: FILE)")
         self.filler, self.selector, self.composition = filler, selector, composition
         self.generated = generated or {}
-        self.paths = paths
+        self.paths, self.types = paths, types
 
     def _generated(self, ex: KBQAExample) -> dict[str, Any] | None:
         if self.composition == "fill":
@@ -133,30 +164,30 @@ class FillComposition:
             label_to_ids={},
             candidates=list(comp.entities.items()),
         )
+        sel = chosen
         if self.paths is not None and (generated is None or chosen.executable):
             counted = [chosen.chosen_sexpr] if chosen.chosen_sexpr else [f.sexpr for f in fillings[:1]]
             sel = self.paths.after(
                 self.selector, chosen, counted, question=ex.question, linked=dict(comp.entities),
                 semantics=ex.semantics,
             )  # fmt: skip
-            if sel.path_fallback or sel.path_override:
-                return {
-                    **row,
-                    "answers": sel.answers,
-                    "s_expression": sel.chosen_sexpr,
-                    "executable": True,
-                    "composition": "path",
-                    "skeleton": None,
-                    "tried": chosen.beams_tried,
-                }
-        if chosen.executable and chosen.chosen_beam is not None:
+        if self.types is not None:
+            row["answer_type"] = False
+            if generated is None or sel.executable:
+                sel = self.types.after(
+                    self.selector, sel, [f.sexpr for f in fillings], question=ex.question,
+                    linked=dict(comp.entities), semantics=ex.semantics,
+                )  # fmt: skip
+                row["answer_type"] = sel.answer_type
+        if sel.executable:
+            filled = sel.chosen_beam is not None
             return {
                 **row,
-                "answers": chosen.answers,
-                "s_expression": chosen.chosen_sexpr,
+                "answers": sel.answers,
+                "s_expression": sel.chosen_sexpr,
                 "executable": True,
-                "composition": "fill",
-                "skeleton": fillings[chosen.chosen_beam].skeleton,
+                "composition": "fill" if filled else "path",
+                "skeleton": fillings[sel.chosen_beam].skeleton if sel.chosen_beam is not None else None,
                 "tried": chosen.beams_tried,
             }
         if generated is not None:
@@ -172,4 +203,4 @@ class FillComposition:
         }
 
 
-__all__ = ["COMPOSE_DEFAULTS", "COMPOSITIONS", "FillComposition", "path_fallback_from"]
+__all__ = ["COMPOSE_DEFAULTS", "COMPOSITIONS", "FillComposition", "path_fallback_from", "type_guard_from"]

@@ -161,7 +161,8 @@ def test_the_path_fallback_answers_what_no_filling_executes(world, tmp_path, cap
         detected.append(dataclasses.replace(strip_gold(ex), meta={**ex.meta, FC_META: components_meta(comp)}))
     write_jsonl(detected, tmp_path / "detected.jsonl")
     off, on = tmp_path / "off.jsonl", tmp_path / "on.jsonl"
-    assert _compose(world, tmp_path / "detected.jsonl", off, "paths.fallback=false", "paths.override_margin=null") == 0
+    no_paths = ("paths.fallback=false", "paths.override_margin=null", "answer_type.check=false")
+    assert _compose(world, tmp_path / "detected.jsonl", off, *no_paths) == 0
     assert json.loads(capsys.readouterr().out)["source"] == {"none": 6}
     assert _compose(world, tmp_path / "detected.jsonl", on) == 0  # compose.yaml's default: the fallback on
     assert json.loads(capsys.readouterr().out)["source"] == {"path": 6}
