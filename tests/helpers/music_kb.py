@@ -1,4 +1,8 @@
-"""A small hand-made KB with one- and two-hop paths (an album, its artist, places, a country)."""
+"""A small hand-made KB with one- and two-hop paths (an album, its artist, places, a country).
+
+``build_music_store(root, studies=True)`` adds classes (``type.object.type``) and the artist's
+studies through a nameless education node: three-hop paths through a mediator.
+"""
 
 from __future__ import annotations
 
@@ -24,11 +28,35 @@ TRIPLES = [
     ("m.k1", "location.country.capital", "m.c1"),
 ]
 
+#: Classes, and the artist's studies: p1 <- student - e1 (no name) - institution -> u1 - city -> c2.
+STUDIES = [
+    ("m.a1", "type.object.type", "music.album"),
+    ("m.a2", "type.object.type", "music.album"),
+    ("m.p1", "type.object.type", "people.person"),
+    ("m.c1", "type.object.type", "location.city"),
+    ("m.c2", "type.object.type", "location.city"),
+    ("m.k1", "type.object.type", "location.country"),
+    ("m.l1", "type.object.type", "language.human_language"),
+    ("m.u1", "type.object.type", "education.university"),
+    ("m.e1", "type.object.type", "education.education"),
+    ("m.u1", "type.object.name", '"Lake College"@en'),
+    ("m.c2", "type.object.name", '"Oslo"@en'),
+    ("m.e1", "education.education.student", "m.p1"),
+    ("m.e1", "education.education.institution", "m.u1"),
+    ("m.u1", "education.university.city", "m.c2"),
+    ("m.c2", "location.location.containedby", "m.k1"),
+]
 
-def build_music_store(root: Path) -> Path:
-    """Write the triples as N-Triples under ``root`` and build the embedded store ``root/store``."""
+
+def build_music_store(root: Path, studies: bool = False) -> Path:
+    """Write the triples as N-Triples under ``root`` and build the embedded store ``root/store``.
+
+    Args:
+        root: The folder.
+        studies: Also write :data:`STUDIES` (classes and a mediator node).
+    """
     lines = []
-    for s, p, o in TRIPLES:
+    for s, p, o in TRIPLES + (STUDIES if studies else []):
         obj = o if o.startswith('"') else f"<{NS}{o}>"
         lines.append(f"<{NS}{s}> <{NS}{p}> {obj} .\n")
     (root / "kb.nt").write_text("".join(lines), encoding="utf-8")

@@ -47,3 +47,26 @@ def test_one_hop_only_the_order_and_bad_settings(store) -> None:
         relation_paths(store, "m.p1", max_hops=3)
     with pytest.raises(UserInputError, match="limit"):
         relation_paths(store, "m.p1", limit=0)
+
+
+def test_three_hop_paths_only_through_a_nameless_node(tmp_path: pytest.TempPathFactory) -> None:
+    from kbqa_lit.kb.paths import mediator_paths
+
+    with open_store(build_music_store(tmp_path, studies=True)) as kb:
+        paths = {p.sexpr: p for p in mediator_paths(kb, "m.p1")}
+        attended = "(JOIN (R education.education.institution) (JOIN education.education.student m.p1))"
+        study = f"(JOIN (R education.university.city) {attended})"
+        assert study in paths and kb.execute(sexpr_to_sparql(study)).answers == ["m.c2"]
+        assert paths[study].hops[0] == Hop("education.education.student", False)
+        assert all(len(p.hops) == 3 for p in paths.values())
+        # from the album the nameless node is the second one: album -> artist -> studies -> university
+        from_album = {p.sexpr for p in mediator_paths(kb, "m.a1")}
+        artist = "(JOIN (R music.album.artist) m.a1)"
+        assert f"(JOIN (R education.education.institution) (JOIN education.education.student {artist}))" in from_album
+        # three named hops are not read: album -> artist -> birthplace -> country
+        assert not any("containedby" in s and "place_of_birth" in s for s in from_album)
+        for sexpr in from_album | set(paths):
+            assert kb.execute(sexpr_to_sparql(sexpr)).answers, sexpr
+        assert mediator_paths(kb, "m.nobody") == []
+        with pytest.raises(UserInputError, match="limit"):
+            mediator_paths(kb, "m.p1", limit=0)

@@ -523,3 +523,23 @@ def test_relation_paths_are_the_same_on_virtuoso_and_oxigraph(
         on_vi = [p.sexpr for p in relation_paths(virtuoso, entity)]
         assert on_ox and on_vi == on_ox, entity
         assert any("(JOIN (R " in s and s.count("(JOIN") == 2 for s in on_ox)  # two-hop paths are read too
+
+
+@pytest.mark.virtuoso
+def test_mediator_paths_and_answer_classes_are_the_same_on_virtuoso_and_oxigraph(
+    examples: list[KBQAExample], virtuoso: EndpointStore, oxigraph: OxigraphStore
+) -> None:
+    """The answer-type check's queries (NOT EXISTS in a FILTER's ||, NOT IN, VALUES) read the same on both stores."""
+    from kbqa_lit.kb.paths import mediator_paths
+    from kbqa_lit.pipelines.answer_type import AnswerTypes
+
+    entities = list(dict.fromkeys(e for ex in examples[:40] for e in ex.topic_entities))[:12]
+    found = 0
+    for entity in entities:
+        on_ox = [p.sexpr for p in mediator_paths(oxigraph, entity)]
+        assert [p.sexpr for p in mediator_paths(virtuoso, entity)] == on_ox, entity
+        found += len(on_ox)
+    assert found  # the synthetic world's CVTs (education, performance, roster) are nameless
+    types = AnswerTypes()
+    assert types.kb_classes(virtuoso) == types.kb_classes(oxigraph) and "location.city" in types.kb_classes(oxigraph)
+    assert types.answer_classes(virtuoso, entities) == types.answer_classes(oxigraph, entities)

@@ -176,3 +176,28 @@ def test_the_path_fallback_answers_what_no_filling_executes(world, tmp_path, cap
     # an override margin without the fallback is a clear error
     assert _compose(world, tmp_path / "detected.jsonl", off, "paths.fallback=false", "paths.override_margin=0.3") == 2
     assert "paths.override_margin needs paths.fallback" in capsys.readouterr().err
+
+
+def test_the_answer_type_check_takes_the_filling_of_the_asked_kind(world, tmp_path, capsys):
+    """ "Which country is X located in?": the one-hop filling executes to X's city; the check takes the country."""
+    rows = [ex for ex in read_jsonl(world / "world" / "test.jsonl") if ex.meta.get("template") == "university_country"]
+    assert len(rows) >= 3
+    one_hop = "(JOIN (R <rel>) <entity>)"
+    write_jsonl(
+        [strip_gold(_detected(ex, [one_hop, lf_skeleton(ex.s_expression)])) for ex in rows], tmp_path / "d.jsonl"
+    )
+    no_paths = ("paths.fallback=false", "paths.override_margin=null")
+    off, on = tmp_path / "off.jsonl", tmp_path / "on.jsonl"
+    assert _compose(world, tmp_path / "d.jsonl", off, *no_paths, "answer_type.check=false") == 0
+    assert "answer_type_changes" in json.loads(capsys.readouterr().out)
+    assert _compose(world, tmp_path / "d.jsonl", on, *no_paths) == 0  # compose.yaml's default: the check on
+    assert json.loads(capsys.readouterr().out)["answer_type_changes"] == len(rows)
+    for ex, before, after in zip(
+        rows,
+        [json.loads(line) for line in off.read_text().splitlines()],
+        [json.loads(line) for line in on.read_text().splitlines()],
+        strict=True,
+    ):
+        assert before["skeleton"] == 0 and "answer_type" not in before and before["answers"] != [ex.answers[0].id]
+        assert after["answer_type"] and after["skeleton"] == 1 and after["composition"] == "fill"
+        assert after["s_expression"] == ex.s_expression and after["answers"] == [a.id for a in ex.answers]
