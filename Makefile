@@ -25,7 +25,7 @@ demo: $(STAMP)
 	$(BIN)/kbqa test --config configs/quickstart.yaml --config configs/coq/quickstart_lf_only.yaml --ckpt_path outputs/quickstart/checkpoints/last.ckpt \
 		--trainer.logger.init_args.version test --trainer.callbacks.init_args.constrained schema \
 		--trainer.callbacks.init_args.path_fallback true --trainer.callbacks.init_args.path_override_margin 0.3 \
-		--trainer.callbacks.init_args.predictions_dir outputs/quickstart/test
+		--trainer.callbacks.init_args.answer_type true --trainer.callbacks.init_args.predictions_dir outputs/quickstart/test
 	$(BIN)/kbqa eval --gold outputs/quickstart/world/test.jsonl --pred outputs/quickstart/test/test_predictions_epoch0.jsonl \
 		--group-by generalization --table
 	@echo "per-question predictions: outputs/quickstart/test/test_predictions_epoch0.jsonl"

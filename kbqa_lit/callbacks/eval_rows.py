@@ -31,13 +31,14 @@ class SelectionCounts(Metric):
     fallback: torch.Tensor
     path_fallback: torch.Tensor
     path_override: torch.Tensor
+    answer_type: torch.Tensor
     n: torch.Tensor
     cache_hits: torch.Tensor
     cache_misses: torch.Tensor
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        for name in ("fallback", "path_fallback", "path_override", "n", "cache_hits", "cache_misses"):
+        for name in ("fallback", "path_fallback", "path_override", "answer_type", "n", "cache_hits", "cache_misses"):
             self.add_state(name, default=torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
 
     def update(
@@ -48,12 +49,14 @@ class SelectionCounts(Metric):
         cache_misses: int = 0,
         path_fallback: int = 0,
         path_override: int = 0,
+        answer_type: int = 0,
     ) -> None:
         """Add counts."""
         for name, value in (
             ("fallback", fallback),
             ("path_fallback", path_fallback),
             ("path_override", path_override),
+            ("answer_type", answer_type),
             ("n", n),
             ("cache_hits", cache_hits),
             ("cache_misses", cache_misses),
@@ -61,12 +64,13 @@ class SelectionCounts(Metric):
             setattr(self, name, getattr(self, name) + float(value))
 
     def compute(self) -> dict[str, torch.Tensor]:
-        """Per question ``fallback_rate``, ``path_fallback_rate``, ``path_override_rate``; ``exec_cache_hit_rate``."""
+        """The per-question rates of the fallbacks, overrides and answer-type changes; the cache hit rate."""
         lookups = self.cache_hits + self.cache_misses
         return {
             "fallback_rate": self.fallback / self.n.clamp(min=1.0),
             "path_fallback_rate": self.path_fallback / self.n.clamp(min=1.0),
             "path_override_rate": self.path_override / self.n.clamp(min=1.0),
+            "answer_type_rate": self.answer_type / self.n.clamp(min=1.0),
             "exec_cache_hit_rate": self.cache_hits / lookups.clamp(min=1.0),
         }
 
@@ -123,6 +127,7 @@ def metrics_from_rows(rows: list[dict[str, Any]]) -> dict[str, float]:
     out["fallback_rate"] = sum(1.0 for r in rows if r["fallback"]) / max(len(rows), 1)
     out["path_fallback_rate"] = sum(1.0 for r in rows if r.get("path_fallback")) / max(len(rows), 1)
     out["path_override_rate"] = sum(1.0 for r in rows if r.get("path_override")) / max(len(rows), 1)
+    out["answer_type_rate"] = sum(1.0 for r in rows if r.get("answer_type")) / max(len(rows), 1)
     return out
 
 

@@ -92,8 +92,10 @@ from kbqa_lit.kb.store import is_endpoint, open_store
 from kbqa_lit.metrics.answer_metrics import AnswerMetrics
 from kbqa_lit.metrics.functional import QuestionScore, score_question
 from kbqa_lit.metrics.lf_match import load_reverse_properties, logical_form_em
+from kbqa_lit.pipelines.answer_type import AnswerTypes
 from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector, KBNameLookup, Selection, names_of
 from kbqa_lit.pipelines.path_fallback import PathFallback
+from kbqa_lit.pipelines.type_guard import TypeGuard
 
 #: Trainer stage → (metric prefix, datamodule split).
 STAGES: dict[str, tuple[str, str]] = {
@@ -111,6 +113,7 @@ LOGGED = (
     "fallback_rate",
     "path_fallback_rate",
     "path_override_rate",
+    "answer_type_rate",
     "exec_cache_hit_rate",
 )
 #: Beams and errors kept per row of the prediction file.
@@ -168,6 +171,13 @@ class ExecutionGuidedEval(L.Callback):
         path_override_margin: With ``path_fallback``, also replace a chosen beam that is a plain
             join chain when the best path's similarity exceeds the chain's own by more than this
             (``None``: never). Rows record ``path_override``; ``path_override_rate`` is logged.
+        answer_type: After the selection, check the answers' kind against the question's answer
+            noun (*which country*, *how many countries*; :mod:`kbqa_lit.pipelines.type_guard`):
+            a disagreeing choice gives way to the next beam, else KB path (up to three hops
+            through a mediator, ranked by ``path_encoder``), whose answers agree. Rows record
+            ``answer_type``; ``answer_type_rate`` is logged.
+        answer_type_threshold: The cosine between the noun and a class's words that counts as
+            that kind.
 
     Raises:
         UserInputError: When ``answer_model`` is not a file.
@@ -198,6 +208,8 @@ class ExecutionGuidedEval(L.Callback):
         path_encoder: str = MINILM,
         path_max_hops: int = 2,
         path_override_margin: float | None = None,
+        answer_type: bool = False,
+        answer_type_threshold: float = 0.8,
     ) -> None:
         super().__init__()
         stages = [stages] if isinstance(stages, str) else list(stages)
@@ -236,6 +248,13 @@ class ExecutionGuidedEval(L.Callback):
         self._paths = (
             PathFallback(path_encoder, path_max_hops, override_margin=path_override_margin)
             if self.path_fallback
+            else None
+        )
+        self.answer_type = bool(answer_type)
+        self.answer_type_threshold = float(answer_type_threshold)
+        self._types = (
+            TypeGuard(AnswerTypes(path_encoder, answer_type_threshold), self._paths or PathFallback(path_encoder))
+            if self.answer_type
             else None
         )
         self.kb: Any = None
@@ -471,7 +490,7 @@ class ExecutionGuidedEval(L.Callback):
                 f"{None if texts is None else len(texts)}) but the batch has {len(indices)}"
             )
         scores: list[QuestionScore] = []
-        fallbacks = path_fallbacks = path_overrides = 0
+        fallbacks = path_fallbacks = path_overrides = retyped = 0
         for k, i in enumerate(indices):
             ex = examples[i]
             ex_beams = [unmask_lf(b, ex) for b in beams[k]]  # topic-entity slots [E0]... → labels
@@ -480,6 +499,7 @@ class ExecutionGuidedEval(L.Callback):
             selecting += time.perf_counter() - before
             path_fallbacks += int(sel.path_fallback)
             path_overrides += int(sel.path_override)
+            retyped += int(sel.answer_type)
             predicted = self._comparable(sel.answers, ex)
             score = score_question(predicted, gold_parses(ex), em=self._em(sel, ex), executable=sel.executable)
             scores.append(score)
@@ -490,7 +510,11 @@ class ExecutionGuidedEval(L.Callback):
             self._rows.append(row)
         self._metrics.update(scores=scores)
         self._counts.update(
-            fallback=fallbacks, path_fallback=path_fallbacks, path_override=path_overrides, n=len(indices)
+            fallback=fallbacks,
+            path_fallback=path_fallbacks,
+            path_override=path_overrides,
+            answer_type=retyped,
+            n=len(indices),
         )
         self._timer.add_batch(generated - start, selecting, time.perf_counter() - generated - selecting, len(indices))
 
@@ -504,10 +528,17 @@ class ExecutionGuidedEval(L.Callback):
             "answer_text": text,
             "name_to_ids": self.names,
         }
-        if self._paths is None:
-            return self.selector.select(beams, **kwargs)
         linked = {str(e): str(n) for e, n in ex.topic_entities.items()}
-        return self._paths.select(self.selector, beams, question=ex.question, linked=linked, **kwargs)
+        if self._paths is None:
+            sel = self.selector.select(beams, **kwargs)
+        else:
+            sel = self._paths.select(self.selector, beams, question=ex.question, linked=linked, **kwargs)
+        if self._types is None or sel.fallback:  # an answer text is not re-typed
+            return sel
+        return self._types.after(
+            self.selector, sel, beams, question=ex.question, linked=linked, semantics=ex.semantics,
+            label_to_ids=kwargs["label_to_ids"],
+        )  # fmt: skip
 
     def _comparable(self, answers: list[str], ex: KBQAExample) -> list[str]:
         """The answers in the gold's terms: KB ids, or their names where the gold has names only.
@@ -562,6 +593,7 @@ class ExecutionGuidedEval(L.Callback):
             "fallback": sel.fallback,
             "path_fallback": sel.path_fallback,
             "path_override": sel.path_override,
+            "answer_type": sel.answer_type,
             "beams_tried": sel.beams_tried,
             "errors": [e[:_ERROR_CHARS] for e in sel.errors[:ROW_ERRORS]],
         }
@@ -588,6 +620,8 @@ class ExecutionGuidedEval(L.Callback):
         if self._paths is None:  # logged only when the path fallback is on
             values.pop("path_fallback_rate", None)
             values.pop("path_override_rate", None)
+        if self._types is None:  # logged only when the answer-type check is on
+            values.pop("answer_type_rate", None)
         self.last_metrics, self.last_rows, self.last_duplicates = values, rows, duplicates
         if stage != "predict":
             self._hide_resync_advice()

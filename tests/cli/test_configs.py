@@ -169,7 +169,7 @@ def test_generator_pair_trains_two_models_and_tests_them_as_one(capsys, tmp_path
 
 
 def test_the_demo_test_command_parses_with_its_settings(capsys):
-    """``make demo``'s ``kbqa test`` line (from the Makefile) resolves to schema decoding and the path fallback."""
+    """``make demo``'s ``kbqa test`` line (from the Makefile) resolves to schema decoding, the path fallback and the answer-type check."""
     import shlex
 
     makefile = (CONFIGS.parent / "Makefile").read_text().replace("\\\n", " ")
@@ -180,4 +180,5 @@ def test_the_demo_test_command_parses_with_its_settings(capsys):
     callback = printed["trainer"]["callbacks"][-1]["init_args"]
     assert callback["constrained"] == "schema" and callback["path_fallback"] is True
     assert callback["path_override_margin"] == 0.3 and callback["path_max_hops"] == 2
+    assert callback["answer_type"] is True and callback["answer_type_threshold"] == 0.8
     assert printed["data"]["init_args"]["linking"] == "predicted"

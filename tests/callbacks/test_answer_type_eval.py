@@ -1,0 +1,86 @@
+"""ExecutionGuidedEval(answer_type=True): "which country" questions answered with a city give way to the country."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import lightning as L
+import pytest
+
+from kbqa_lit.callbacks.execution_eval import ExecutionGuidedEval
+from kbqa_lit.data.schema import Answer, write_jsonl
+from kbqa_lit.datamodules.coq.generation import GenerationDataModule
+from kbqa_lit.modules.coq.multitask_generator import MultitaskGenerator
+from tests.helpers.tiny import ONE_LAYER_T5
+from tests.helpers.toy import CITIES, born_in, born_in_kb
+
+NS = "http://rdf.freebase.com/ns/"
+COUNTRY = ("m.k0", "Zedland")
+
+
+def _typed_kb(examples) -> str:
+    """The toy KB plus classes and every city in one country."""
+    lines = [born_in_kb(examples)]
+    kid, name = COUNTRY
+    lines.append(f'<{NS}{kid}> <{NS}type.object.name> "{name}"@en .\n')
+    lines.append(f"<{NS}{kid}> <{NS}type.object.type> <{NS}location.country> .\n")
+    for cid, _ in CITIES:
+        lines.append(f"<{NS}{cid}> <{NS}type.object.type> <{NS}location.city> .\n")
+        lines.append(f"<{NS}{cid}> <{NS}location.location.containedby> <{NS}{kid}> .\n")
+    return "".join(lines)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("answer_type")
+    train, born = born_in(8), born_in(6, offset=1, prefix="t")
+    test = [
+        dataclasses.replace(
+            ex,
+            question=f"Which country was {name} born in?",
+            answers=[Answer(*COUNTRY)],
+            s_expression=f"(JOIN (R location.location.containedby) {ex.s_expression})",
+        )
+        for ex in born
+        for name in ex.topic_entities.values()
+    ]
+    (root / "kb.nt").write_text(_typed_kb(train + born), encoding="utf-8")  # births, not the countries
+    write_jsonl(train, root / "train.jsonl")
+    write_jsonl(train[:2], root / "dev.jsonl")
+    write_jsonl(test, root / "test.jsonl")
+    return root
+
+
+def _test(root: Path, **settings) -> ExecutionGuidedEval:
+    dm = GenerationDataModule(
+        data_dir=str(root), vocab_size=200, use_decomposition=False, patterns="none", mask_entities=True,
+        linking="predicted", linking_store=str(root / "store"), linking_build_from=[str(root / "kb.nt")],
+        batch_size=4, eval_batch_size=4, cache_dir=str(root / "cache"), answer_task=False,
+    )  # fmt: skip
+    L.seed_everything(0)
+    model = MultitaskGenerator(model_config=ONE_LAYER_T5, tokenizer=dm.tokenizer)
+    callback = ExecutionGuidedEval(
+        store=str(root / "store"), num_beams=2, max_new_tokens=12, workers=1, stages=["test"],
+        path_fallback=True, **settings,
+    )  # fmt: skip
+    trainer = L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False,
+                        callbacks=[callback], default_root_dir=str(root))  # fmt: skip
+    trainer.test(model, datamodule=dm, verbose=False)
+    return callback
+
+
+def test_the_answer_type_check_replaces_a_city_with_the_country(root: Path) -> None:
+    plain = _test(root)
+    assert "answer_type_rate" not in plain.last_metrics
+    assert all(r["answer_type"] is False and r["answers"] != [COUNTRY[0]] for r in plain.last_rows)
+    answered = [r["qid"] for r in plain.last_rows if r["path_fallback"]]  # the birthplace: a city
+    assert len(answered) >= 3, [r["linked"] for r in plain.last_rows]
+    typed = _test(root, answer_type=True)
+    rows = {r["qid"]: r for r in typed.last_rows}
+    for qid in answered:
+        assert rows[qid]["answer_type"] and rows[qid]["answers"] == [COUNTRY[0]], rows[qid]["chosen_sexpr"]
+        assert "location.location.containedby" in rows[qid]["chosen_sexpr"]
+    m = typed.last_metrics
+    assert m["answer_type_rate"] == pytest.approx(sum(r["answer_type"] for r in rows.values()) / len(rows))
+    assert m["f1"] >= len(answered) / len(rows) > plain.last_metrics["f1"] == 0.0
