@@ -130,7 +130,7 @@ def _mediator_query(entity: str, limit: int) -> str:
     # one FILTER of the whole group: a FILTER inside its own { } would see ?m and ?y unbound
     nameless = f"FILTER(NOT EXISTS {{ ?m {name} ?nm }} || NOT EXISTS {{ ?y {name} ?ny }})"
     return (
-        'SELECT DISTINCT (CONCAT(?d1, "\t", STR(?p1), "\t", ?d2, "\t", STR(?p2), "\t", ?d3, "\t", STR(?p3)) '
+        'SELECT DISTINCT (CONCAT(?d1, "\\t", STR(?p1), "\\t", ?d2, "\\t", STR(?p2), "\\t", ?d3, "\\t", STR(?p3)) '
         f"AS ?x) WHERE {{ {_hop('1', e, '?m', OUT)} FILTER(isIRI(?m)) "
         f"{_hop('2', '?m', '?y', OUT)} FILTER(isIRI(?y) && ?y != {e} && ?p2 NOT IN ({plumbing})) "
         f"{nameless} "

@@ -123,10 +123,10 @@ class AnswerTypes:
         self.encoder_name, self.threshold, self.sample = encoder, float(threshold), int(sample)
         self._encoder: SentenceEncoder | None = None
         self._vectors: dict[str, torch.Tensor] = {}
-        self._classes: dict[int, list[str]] = {}
+        self._classes: tuple[object, list[str]] | None = None  # the last KB read, and its classes
 
     def __getstate__(self) -> dict[str, object]:  # the encoder reloads in a copy
-        return {**self.__dict__, "_encoder": None, "_vectors": {}, "_classes": {}}
+        return {**self.__dict__, "_encoder": None, "_vectors": {}, "_classes": None}
 
     def _embed(self, texts: Sequence[str]) -> torch.Tensor:
         missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
@@ -138,18 +138,17 @@ class AnswerTypes:
         return torch.stack([self._vectors[t] for t in texts])
 
     def kb_classes(self, kb: object) -> list[str]:
-        """The classes the KB's entities have (one ``SELECT DISTINCT`` per KB, cached).
+        """The classes the KB's entities have (one ``SELECT DISTINCT``, cached while the same KB is asked).
 
         Raises:
             StoreError: When the query fails.
         """
-        key = id(kb)
-        if key not in self._classes:
+        if self._classes is None or self._classes[0] is not kb:
             result = kb.execute(f"SELECT DISTINCT ?c WHERE {{ ?x <{NS}{TYPE_RELATION}> ?c }}")  # type: ignore[attr-defined]
             if not result.ok:
                 raise StoreError(f"could not read the classes of {getattr(kb, 'identity', kb)}: {result.error}")
-            self._classes[key] = sorted({local_id(c) for c in result.answers})
-        return self._classes[key]
+            self._classes = (kb, sorted({local_id(c) for c in result.answers}))
+        return self._classes[1]
 
     def fit(self, noun: AnswerNoun | None, classes: Sequence[str]) -> float:
         """The best cosine between the noun and the words of ``classes`` (0 for no noun or class)."""
