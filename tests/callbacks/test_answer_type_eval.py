@@ -5,15 +5,12 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import lightning as L
 import pytest
 
 from kbqa_lit.callbacks.execution_eval import ExecutionGuidedEval
 from kbqa_lit.data.schema import Answer, write_jsonl
-from kbqa_lit.datamodules.coq.generation import GenerationDataModule
-from kbqa_lit.modules.coq.multitask_generator import MultitaskGenerator
-from tests.helpers.tiny import ONE_LAYER_T5
 from tests.helpers.toy import CITIES, born_in, born_in_kb
+from tests.helpers.untrained_eval import untrained_test
 
 NS = "http://rdf.freebase.com/ns/"
 COUNTRY = ("m.k0", "Zedland")
@@ -53,21 +50,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _test(root: Path, **settings) -> ExecutionGuidedEval:
-    dm = GenerationDataModule(
-        data_dir=str(root), vocab_size=200, use_decomposition=False, patterns="none", mask_entities=True,
-        linking="predicted", linking_store=str(root / "store"), linking_build_from=[str(root / "kb.nt")],
-        batch_size=4, eval_batch_size=4, cache_dir=str(root / "cache"), answer_task=False,
-    )  # fmt: skip
-    L.seed_everything(0)
-    model = MultitaskGenerator(model_config=ONE_LAYER_T5, tokenizer=dm.tokenizer)
-    callback = ExecutionGuidedEval(
-        store=str(root / "store"), num_beams=2, max_new_tokens=12, workers=1, stages=["test"],
-        path_fallback=True, **settings,
-    )  # fmt: skip
-    trainer = L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False,
-                        callbacks=[callback], default_root_dir=str(root))  # fmt: skip
-    trainer.test(model, datamodule=dm, verbose=False)
-    return callback
+    return untrained_test(root, path_fallback=True, **settings)
 
 
 def test_the_answer_type_check_replaces_a_city_with_the_country(root: Path) -> None:
