@@ -13,7 +13,9 @@ counted), :class:`TypeGuard` looks further, in order:
 The first one that executes and whose answers agree (:class:`~kbqa_lit.pipelines.answer_type.AnswerTypes`)
 replaces the selection (``Selection.answer_type``); when none agrees, the selection stands. A
 question without an answer noun, or whose noun names no class of the KB, is left alone. Only the
-question, the linked entities, the candidates and what they execute to are read.
+question, the linked entities, the candidates and what they execute to are read. When the KB's
+classes cannot be read (a failing or timed-out query), the selection stands and the row's errors
+say why.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import StoreError, UserInputError
 from kbqa_lit.pipelines.answer_type import AnswerNoun, AnswerTypes, answer_noun, counted
 from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector, Selection
 from kbqa_lit.pipelines.path_fallback import PathFallback
@@ -53,7 +55,10 @@ class TypeGuard:
         if inner is not None:  # the counted set must be of the kind
             found = selector.select([inner], semantics=semantics, label_to_ids={})
             answers = found.answers if found.executable else []
-        return bool(answers) and self.types.agrees(selector.kb, noun, answers)
+        try:
+            return bool(answers) and self.types.agrees(selector.kb, noun, answers)
+        except StoreError:  # classes that cannot be read do not agree
+            return False
 
     def after(
         self,
@@ -84,8 +89,11 @@ class TypeGuard:
         """
         noun = answer_noun(question)
         kb = selector.kb
-        if noun is None or not self.types.expects(kb, noun):
-            return sel
+        try:
+            if noun is None or not self.types.expects(kb, noun):
+                return sel
+        except StoreError as exc:  # the KB's classes cannot be read: the selection stands
+            return replace(sel, errors=[*sel.errors, f"answer type: {exc}"])
         agree = self._agrees
         if sel.executable and sel.chosen_sexpr and agree(selector, noun, sel.chosen_sexpr, sel.answers, semantics):
             return sel

@@ -169,7 +169,7 @@ def test_generator_pair_trains_two_models_and_tests_them_as_one(capsys, tmp_path
 
 
 def test_the_demo_test_command_parses_with_its_settings(capsys):
-    """``make demo``'s ``kbqa test`` line (from the Makefile) resolves to schema decoding, the path fallback and the answer-type check."""
+    """``make demo``'s ``kbqa test`` line (from the Makefile): schema decoding, path fallback, answer-type check."""
     import shlex
 
     makefile = (CONFIGS.parent / "Makefile").read_text().replace("\\\n", " ")

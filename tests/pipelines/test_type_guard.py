@@ -74,3 +74,13 @@ def test_left_alone_without_a_noun_of_the_kbs_kinds_or_an_agreeing_answer(guard,
     assert out is sel and not out.answer_type
     with pytest.raises(UserInputError, match="max_paths"):
         TypeGuard(AnswerTypes(), max_paths=-1)
+
+
+def test_a_kb_whose_classes_cannot_be_read_leaves_the_selection_with_the_reason(guard, selector) -> None:
+    sel = selector.select([BIRTH], semantics="exclude-topic", label_to_ids={})
+    with open_store("http://127.0.0.1:1/sparql", retries=0, timeout=2) as dead:
+        with ExecutionGuidedSelector(dead) as unreachable:
+            question, semantics = "Which country?", "exclude-topic"
+            out = guard.after(unreachable, sel, [BIRTH], question=question, linked=IDA, semantics=semantics)
+    assert out.answers == sel.answers and not out.answer_type
+    assert out.errors[-1].startswith("answer type: could not read the classes of")
