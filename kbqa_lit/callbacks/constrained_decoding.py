@@ -27,11 +27,11 @@ from lightning.pytorch.utilities import rank_zero_warn
 from kbqa_lit.backbones.constrained import GrammarLogitsProcessor, TokenIndex
 from kbqa_lit.data.entity_slots import SLOT_TOKENS, topic_slots
 from kbqa_lit.data.schema import KBQAExample
+from kbqa_lit.errors import StoreError
 from kbqa_lit.kb.entity_index import relation_edges
 from kbqa_lit.kb.grammar import BaseRules, EntityRules, SchemaRules, SExprGrammar, entity_bracket
 from kbqa_lit.kb.grammar_anchor import AnchoredEntity, AnchoredEntityRules
-from kbqa_lit.kb.iri import NS, TYPE_RELATION, is_schema_id
-from kbqa_lit.kb.relation_inventory import RelationInventory
+from kbqa_lit.kb.relation_inventory import RelationInventory, store_classes
 
 #: The ``constrained`` modes.
 MODES = ("none", "grammar", "schema", "connected", "datamodule")
@@ -150,12 +150,12 @@ class ConstrainedDecoding:
         """The store's relations (its inventory) and classes (``type.object.type`` objects), read once."""
         if self._schema_rules is None:
             inventory = RelationInventory.from_store(kb)
-            found = kb.execute(f"SELECT DISTINCT ?c WHERE {{ ?s <{NS}{TYPE_RELATION}> ?c }}")
-            classes = [c for c in found.answers if is_schema_id(c)] if found.ok else None
-            if classes is None:
-                rank_zero_warn(
-                    f"constrained=schema: could not list the store's classes ({found.error}); any class allowed"
-                )
+            classes: list[str] | None
+            try:
+                classes = store_classes(kb)
+            except StoreError as exc:
+                classes = None
+                rank_zero_warn(f"constrained=schema: could not list the store's classes ({exc}); any class allowed")
             self._schema_rules = SchemaRules(inventory.relations, classes)
         return self._schema_rules
 

@@ -122,6 +122,11 @@ def schema_to_words(schema_id: str) -> str:
     return " , ".join(_segment_words(seg) for seg in schema_id.split("."))
 
 
+def schema_name(schema_id: str) -> str:
+    """The last dotted segment of a schema id, underscores as spaces (``film.film_genre`` → ``film genre``)."""
+    return " ".join(schema_id.rsplit(".", 1)[-1].replace("_", " ").split())
+
+
 def words_to_schema(words: str) -> str:
     """Read words written by :func:`schema_to_words` back into the dotted id.
 

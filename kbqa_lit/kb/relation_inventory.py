@@ -274,6 +274,18 @@ def recall_at(gold: Sequence[str], ranked: Sequence[str], k: int) -> float:
     return sum(g in top for g in gold) / len(gold)
 
 
+def store_classes(store: Any) -> list[str]:
+    """The classes a store's entities have: the ``type.object.type`` objects that are schema ids.
+
+    Raises:
+        StoreError: When the query fails.
+    """
+    result = store.execute(f"SELECT DISTINCT ?c WHERE {{ ?s <{NS}{TYPE_RELATION}> ?c }}")
+    if not result.ok:
+        raise StoreError(f"could not read the classes of {getattr(store, 'identity', store)}: {result.error}")
+    return [c for c in result.answers if is_schema_id(c)]
+
+
 __all__ = [
     "EXCLUDED_RELATIONS",
     "BM25RelationRanker",
@@ -283,4 +295,5 @@ __all__ = [
     "is_fact_relation",
     "load_inventory",
     "recall_at",
+    "store_classes",
 ]

@@ -32,7 +32,9 @@ import torch
 from kbqa_lit.backbones.common import MINILM
 from kbqa_lit.backbones.sentence_encoder import SentenceEncoder
 from kbqa_lit.errors import StoreError, UserInputError
-from kbqa_lit.kb.iri import NS, TYPE_RELATION, local_id
+from kbqa_lit.kb.iri import NS, TYPE_RELATION, is_entity_id, local_id
+from kbqa_lit.kb.normalize import schema_name
+from kbqa_lit.kb.relation_inventory import store_classes
 
 #: Words that end an answer noun phrase (auxiliaries, prepositions, determiners, pronouns).
 _STOPS = frozenset(
@@ -44,7 +46,6 @@ _KIND_OF = re.compile(r"\b(?:what|which)\s+(?:kind|kinds|type|types|sort|sorts)\
 _WH = re.compile(r"\b(?:how\s+many|which|what)\s+", re.IGNORECASE)
 _WORD = re.compile(r"[a-z][a-z'-]*", re.IGNORECASE)
 _COUNT = re.compile(r"^\s*\(\s*COUNT\s+(.*)\)\s*$", re.IGNORECASE | re.DOTALL)
-_ENTITY_ID = re.compile(r"^[a-z]\.[A-Za-z0-9_]+$")
 _MAX_WORDS = 4
 
 
@@ -98,11 +99,6 @@ def counted(sexpr: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
-def class_words(class_id: str) -> str:
-    """A class's words: its last dotted segment, ``_`` as spaces (``sports.sports_team`` → ``sports team``)."""
-    return class_id.rsplit(".", 1)[-1].replace("_", " ")
-
-
 class AnswerTypes:
     """The expected kind of a question's answer, and whether a candidate's answers have it.
 
@@ -144,17 +140,14 @@ class AnswerTypes:
             StoreError: When the query fails.
         """
         if self._classes is None or self._classes[0] is not kb:
-            result = kb.execute(f"SELECT DISTINCT ?c WHERE {{ ?x <{NS}{TYPE_RELATION}> ?c }}")  # type: ignore[attr-defined]
-            if not result.ok:
-                raise StoreError(f"could not read the classes of {getattr(kb, 'identity', kb)}: {result.error}")
-            self._classes = (kb, sorted({local_id(c) for c in result.answers}))
+            self._classes = (kb, sorted(store_classes(kb)))
         return self._classes[1]
 
     def fit(self, noun: AnswerNoun | None, classes: Sequence[str]) -> float:
         """The best cosine between the noun and the words of ``classes`` (0 for no noun or class)."""
         if noun is None or not classes:
             return 0.0
-        words = [class_words(c) for c in classes]
+        words = [schema_name(c) for c in classes]
         return float((self._embed(words) @ self._embed([noun.noun])[0]).max())
 
     def expects(self, kb: object, noun: AnswerNoun | None) -> bool:
@@ -167,7 +160,7 @@ class AnswerTypes:
         Raises:
             StoreError: When the query fails.
         """
-        ids = [a for a in dict.fromkeys(answers) if _ENTITY_ID.match(a)][: self.sample]
+        ids = [a for a in dict.fromkeys(answers) if is_entity_id(a)][: self.sample]
         if not ids:
             return []
         values = " ".join(f"<{NS}{i}>" for i in ids)
@@ -181,4 +174,4 @@ class AnswerTypes:
         return self.fit(noun, self.answer_classes(kb, answers)) >= self.threshold
 
 
-__all__ = ["AnswerNoun", "AnswerTypes", "answer_noun", "class_words", "counted"]
+__all__ = ["AnswerNoun", "AnswerTypes", "answer_noun", "counted"]

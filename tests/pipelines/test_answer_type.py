@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kbqa_lit.errors import UserInputError
+from kbqa_lit.kb.normalize import schema_name
 from kbqa_lit.kb.store import open_store
-from kbqa_lit.pipelines.answer_type import AnswerNoun, AnswerTypes, answer_noun, class_words, counted
+from kbqa_lit.pipelines.answer_type import AnswerNoun, AnswerTypes, answer_noun, counted
 from tests.helpers.music_kb import build_music_store
 
 
@@ -33,7 +34,7 @@ def test_the_answer_noun_of_a_question(question: str, noun: AnswerNoun | None) -
 def test_counts_and_class_words() -> None:
     assert counted("(COUNT (JOIN r.s.t m.a1))") == "(JOIN r.s.t m.a1)"
     assert counted("(JOIN (R r.s.t) m.a1)") is None
-    assert class_words("sports.sports_team") == "sports team"
+    assert schema_name("sports.sports_team") == "sports team"  # a class's words
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import random
 from collections.abc import Collection, Sequence
 
+from kbqa_lit.kb.normalize import schema_name
 from kbqa_lit.kb.ontology import Ontology
 
 MARK_DOMAIN, MARK_NAME, MARK_RANGE = "[D]", "[N]", "[R]"
@@ -33,9 +34,8 @@ MARK_DOMAIN, MARK_NAME, MARK_RANGE = "[D]", "[N]", "[R]"
 DEFAULT_NEGATIVES = 48
 
 
-def readable_name(schema_id: str) -> str:
-    """The last dotted segment of a schema id, underscores as spaces (``film.film_genre`` → ``film genre``)."""
-    return " ".join(schema_id.rsplit(".", 1)[-1].replace("_", " ").split())
+#: The last dotted segment of a schema id, underscores as spaces (the shared :func:`schema_name`).
+readable_name = schema_name
 
 
 def schema_domain(schema_id: str) -> str:
