@@ -92,4 +92,38 @@ class SentenceEncoder:
         return torch.cat(out) if out else torch.zeros(0, self.dim)
 
 
-__all__ = ["SentenceEncoder"]
+class CachedEmbeddings:
+    """A :class:`SentenceEncoder` loaded on first use that keeps each text's embedding.
+
+    For texts that come back question after question (KB relation paths, class names). A pickled
+    copy (e.g. a spawned rank's) keeps the encoder's name only and loads it again on first use.
+
+    Args:
+        encoder: Encoder name or folder (``all-MiniLM-L6-v2`` offline).
+    """
+
+    def __init__(self, encoder: str = MINILM) -> None:
+        self.name = encoder
+        self._model: SentenceEncoder | None = None
+        self._vectors: dict[str, torch.Tensor] = {}
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"name": self.name, "_model": None, "_vectors": {}}
+
+    @property
+    def model(self) -> SentenceEncoder:
+        """The encoder, loaded on first use."""
+        if self._model is None:
+            self._model = SentenceEncoder(self.name)
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> torch.Tensor:
+        """Embeddings of ``texts`` (``[len(texts), dim]``), each text encoded once per instance."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if missing:
+            for text, vec in zip(missing, self.model.encode(missing), strict=True):
+                self._vectors[text] = vec
+        return torch.stack([self._vectors[t] for t in texts])
+
+
+__all__ = ["CachedEmbeddings", "SentenceEncoder"]

@@ -27,10 +27,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import torch
-
 from kbqa_lit.backbones.common import MINILM
-from kbqa_lit.backbones.sentence_encoder import SentenceEncoder
+from kbqa_lit.backbones.sentence_encoder import CachedEmbeddings
 from kbqa_lit.errors import StoreError, UserInputError
 from kbqa_lit.kb.iri import NS, TYPE_RELATION, is_entity_id, local_id
 from kbqa_lit.kb.normalize import schema_name
@@ -117,21 +115,11 @@ class AnswerTypes:
         if sample < 1:
             raise UserInputError(f"answer types: sample must be >= 1, got {sample!r}")
         self.encoder_name, self.threshold, self.sample = encoder, float(threshold), int(sample)
-        self._encoder: SentenceEncoder | None = None
-        self._vectors: dict[str, torch.Tensor] = {}
+        self._words = CachedEmbeddings(encoder)
         self._classes: tuple[object, list[str]] | None = None  # the last KB read, and its classes
 
-    def __getstate__(self) -> dict[str, object]:  # the encoder reloads in a copy
-        return {**self.__dict__, "_encoder": None, "_vectors": {}, "_classes": None}
-
-    def _embed(self, texts: Sequence[str]) -> torch.Tensor:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
-        if missing:
-            if self._encoder is None:
-                self._encoder = SentenceEncoder(self.encoder_name)
-            for text, vec in zip(missing, self._encoder.encode(missing), strict=True):
-                self._vectors[text] = vec
-        return torch.stack([self._vectors[t] for t in texts])
+    def __getstate__(self) -> dict[str, object]:  # the classes are read again by a copy
+        return {**self.__dict__, "_classes": None}
 
     def kb_classes(self, kb: object) -> list[str]:
         """The classes the KB's entities have (one ``SELECT DISTINCT``, cached while the same KB is asked).
@@ -148,7 +136,7 @@ class AnswerTypes:
         if noun is None or not classes:
             return 0.0
         words = [schema_name(c) for c in classes]
-        return float((self._embed(words) @ self._embed([noun.noun])[0]).max())
+        return float((self._words.embed(words) @ self._words.embed([noun.noun])[0]).max())
 
     def expects(self, kb: object, noun: AnswerNoun | None) -> bool:
         """Whether the noun names one of the KB's classes (then answers must agree with it)."""

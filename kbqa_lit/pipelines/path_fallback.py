@@ -35,7 +35,7 @@ from dataclasses import replace
 import torch
 
 from kbqa_lit.backbones.common import MINILM
-from kbqa_lit.backbones.sentence_encoder import SentenceEncoder
+from kbqa_lit.backbones.sentence_encoder import CachedEmbeddings, SentenceEncoder
 from kbqa_lit.errors import StoreError, UserInputError
 from kbqa_lit.kb.chains import chain_from_sexpr
 from kbqa_lit.kb.paths import RelationPath, mediator_paths, relation_paths
@@ -100,28 +100,16 @@ class PathFallback:
         self.max_hops = int(max_hops)
         self.max_candidates = int(max_candidates)
         self.limit = int(limit)
-        self._encoder: SentenceEncoder | None = None
-        self._cache: dict[str, torch.Tensor] = {}
+        self._texts = CachedEmbeddings(encoder)
         self._last_query: tuple[str, torch.Tensor] | None = None
 
     @property
     def encoder(self) -> SentenceEncoder:
         """The sentence encoder, loaded on first use."""
-        if self._encoder is None:
-            self._encoder = SentenceEncoder(self.encoder_name)
-        return self._encoder
+        return self._texts.model
 
     def __getstate__(self) -> dict[str, object]:  # the encoder reloads in a copy (e.g. a spawned rank)
-        state = dict(self.__dict__)
-        state.update(_encoder=None, _cache={}, _last_query=None)
-        return state
-
-    def _embed(self, texts: Sequence[str]) -> torch.Tensor:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        if missing:
-            for text, vec in zip(missing, self.encoder.encode(missing), strict=True):
-                self._cache[text] = vec
-        return torch.stack([self._cache[t] for t in texts])
+        return {**self.__dict__, "_last_query": None}
 
     def paths(
         self, kb: object, entities: Sequence[str], mediators: bool = False
@@ -146,7 +134,7 @@ class PathFallback:
         query = question_without_mentions(question, list(linked.values()))
         if self._last_query is None or self._last_query[0] != query:  # the override scores a question twice
             self._last_query = (query, self.encoder.encode([query])[0])
-        return (self._embed(texts) @ self._last_query[1]).tolist()
+        return (self._texts.embed(texts) @ self._last_query[1]).tolist()
 
     def _override(
         self,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 import torch
 
-from kbqa_lit.backbones.sentence_encoder import SentenceEncoder
+from kbqa_lit.backbones.sentence_encoder import CachedEmbeddings, SentenceEncoder
 from kbqa_lit.errors import UserInputError
 
 
@@ -22,3 +24,15 @@ def test_embeddings_are_unit_vectors_and_batching_does_not_change_them():
     assert one.encoded_texts == 3 and one.encode([]).shape == (0, 384)
     with pytest.raises(UserInputError):
         SentenceEncoder(batch_size=0)
+
+
+def test_cached_embeddings_encode_each_text_once_and_a_copy_reloads():
+    texts = CachedEmbeddings()
+    first = texts.embed(["city", "country", "city"])
+    assert first.shape[0] == 3 and torch.equal(first[0], first[2])
+    assert texts.model.encoded_texts == 2  # "city" once
+    again = texts.embed(["country", "capital"])
+    assert torch.equal(again[0], first[1]) and texts.model.encoded_texts == 3
+    copy = pickle.loads(pickle.dumps(texts))
+    assert copy.name == texts.name and copy._model is None and copy._vectors == {}
+    assert torch.allclose(copy.embed(["city"])[0], first[0], atol=1e-6)
