@@ -35,7 +35,7 @@ from transformers import AutoConfig, AutoModel, PreTrainedTokenizerBase
 from kbqa_lit.backbones.common import tokenizer_files, tokenizer_from_files
 from kbqa_lit.backbones.encoders import MINILM, build_encoder, build_encoder_tokenizer, masked_mean
 from kbqa_lit.kb.normalize import schema_to_words
-from kbqa_lit.modules.training_setup import decay_groups, warmup_schedule
+from kbqa_lit.modules.training_setup import allow_offloaded_torch_optimizer, decay_groups, warmup_schedule
 
 log = logging.getLogger(__name__)
 
@@ -211,6 +211,7 @@ class CrossEncoderRetriever(LightningModule):
 
     def configure_optimizers(self) -> dict[str, Any]:
         """AdamW (no decay on biases/LayerNorm) + linear warm-up then linear decay to 0."""
+        allow_offloaded_torch_optimizer(getattr(self.trainer, "strategy", None))  # ZeRO offload: keep AdamW
         groups = decay_groups(self, self.hparams.weight_decay)
         optimizer = torch.optim.AdamW(groups, lr=self.hparams.learning_rate)
         return warmup_schedule(

@@ -70,4 +70,30 @@ def warmup_schedule(
     return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
 
-__all__ = ["decay_groups", "warmup_schedule"]
+def allow_offloaded_torch_optimizer(strategy: Any) -> bool:
+    """Let DeepSpeed ZeRO offload run the module's own torch optimiser on the CPU.
+
+    DeepSpeed refuses a client (torch) optimiser together with ``offload_optimizer`` unless its
+    config says ``zero_force_ds_cpu_optimizer: false``; Lightning's strategy exposes no argument for
+    it. The optimiser of a LoRA or a T5 fine-tune steps a few million CPU parameters, which torch's
+    AdamW does in milliseconds, so the project keeps its AdamW (no C++ op to compile) and sets the
+    flag here. Call it from ``configure_optimizers`` (DeepSpeed reads its config right after).
+
+    Args:
+        strategy: ``self.trainer.strategy`` (anything else is left alone).
+
+    Returns:
+        Whether the strategy offloads the optimiser (and the flag was set unless the config set it).
+    """
+    config = getattr(strategy, "config", None)
+    if not isinstance(config, dict):
+        return False
+    zero = config.get("zero_optimization")
+    offload = zero.get("offload_optimizer") if isinstance(zero, dict) else None
+    if not isinstance(offload, dict) or offload.get("device") in (None, "none"):
+        return False
+    config.setdefault("zero_force_ds_cpu_optimizer", False)
+    return True
+
+
+__all__ = ["allow_offloaded_torch_optimizer", "decay_groups", "warmup_schedule"]

@@ -42,7 +42,7 @@ from transformers import (
 from kbqa_lit.backbones.causal import build_causal_lm, build_causal_tokenizer
 from kbqa_lit.backbones.common import tokenizer_files, tokenizer_from_files
 from kbqa_lit.data.tfs.prompts import TASKS
-from kbqa_lit.modules.training_setup import warmup_schedule
+from kbqa_lit.modules.training_setup import allow_offloaded_torch_optimizer, warmup_schedule
 
 log = logging.getLogger(__name__)
 
@@ -350,6 +350,7 @@ class LoraCausalLM(LightningModule):
 
     def configure_optimizers(self) -> dict[str, Any]:
         """AdamW over the adapter weights + warm-up, then linear decay (or constant)."""
+        allow_offloaded_torch_optimizer(getattr(self.trainer, "strategy", None))  # ZeRO offload: keep AdamW
         params = [p for p in self.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(params, lr=self.hparams.learning_rate, weight_decay=self.hparams.weight_decay)
         return warmup_schedule(

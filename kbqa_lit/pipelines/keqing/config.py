@@ -116,11 +116,13 @@ class MatchingConfig:
         encoder: A sentence encoder (all-MiniLM-L6-v2 offline, or any Hugging Face encoder).
         top_k: Templates kept per sub-question.
         cache_dir: Where template embeddings are cached.
+        device: Torch device of the encoder (``cpu``, ``cuda``, ``cuda:1``).
     """
 
     encoder: str = "all-MiniLM-L6-v2"
     top_k: int = 3
     cache_dir: Optional[str] = None  # noqa: UP045
+    device: str = "cpu"
 
 
 @dataclass

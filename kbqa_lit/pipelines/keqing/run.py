@@ -82,7 +82,8 @@ class KeqingRun:
         )
         dc = config.decomposer
         self.cache = DecompositionCache(dc.cache) if dc.cache and dc.source == "backend" else None
-        self.matcher = TemplateMatcher(self.bank.templates, config.matching.encoder, config.matching.cache_dir)
+        mc = config.matching
+        self.matcher = TemplateMatcher(self.bank.templates, mc.encoder, mc.cache_dir, device=mc.device)
         executor = ChainExecutor(self.store, config.kb.semantics, config.retrieval.max_paths)
         lookup = (lambda name: [eid for eid, _, _ in self.index.lookup(name)]) if self.index is not None else None
         self.executor = DecompositionExecutor(self.bank, executor, config.retrieval.select, lookup)
