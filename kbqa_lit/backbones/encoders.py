@@ -34,7 +34,7 @@ from kbqa_lit.backbones.common import (
     save_tokenizer_atomically,
     texts_fingerprint,
 )
-from kbqa_lit.backbones.seq2seq import tiny_t5_config
+from kbqa_lit.backbones.t5_config import tiny_t5_config
 
 #: The tiny BERT of tests (≈ 0.1 M parameters besides the embeddings).
 TINY_BERT: dict[str, Any] = {

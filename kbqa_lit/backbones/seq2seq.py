@@ -43,22 +43,19 @@ from transformers import (
 )
 
 from kbqa_lit.backbones.common import load_source, resolve_model_path, save_tokenizer_atomically, texts_fingerprint
+from kbqa_lit.backbones.encoder_decoder import (
+    build_encoder_decoder,
+    encoder_decoder_from_config,
+    is_saved_encoder_decoder,
+    wire_encoder_decoder_ids,
+)
+from kbqa_lit.backbones.t5_config import TINY_T5, tiny_t5_config
 
 log = logging.getLogger(__name__)
 
 #: CoQ's markers: decomposition steps, schema items, separators. Added once as special tokens.
 SPECIAL_TOKENS: tuple[str, ...] = ("[SUBQ]", "[ANS]", "[SCHEMA]", "[ENT]", "[REL]", "[SEP]")
 
-#: The tiny T5 of tests and the quickstart (≈ 0.2 M parameters besides the embeddings).
-TINY_T5: dict[str, Any] = {
-    "d_model": 64,
-    "d_ff": 128,
-    "num_layers": 2,
-    "num_decoder_layers": 2,
-    "num_heads": 4,
-    "d_kv": 16,
-    "dropout_rate": 0.1,
-}
 
 #: The seq2seq families :func:`build_seq2seq` builds.
 Backbone = Literal["t5", "encoder-decoder"]
@@ -190,25 +187,6 @@ def _load_or_train_tokenizer(
     return tok
 
 
-def tiny_t5_config(tokenizer: PreTrainedTokenizerBase | None = None, **overrides: Any) -> T5Config:
-    """A :class:`~transformers.T5Config` from :data:`TINY_T5`, sized and wired to ``tokenizer``.
-
-    Args:
-        tokenizer: Gives ``vocab_size`` (``len(tokenizer)``), pad, eos and decoder-start ids.
-        **overrides: Any T5 config field (``d_model``, ``num_layers``...); wins over the rest.
-    """
-    fields: dict[str, Any] = dict(TINY_T5)
-    if tokenizer is not None:
-        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        eos = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 1
-        fields.update(vocab_size=len(tokenizer), pad_token_id=pad, eos_token_id=eos, decoder_start_token_id=pad)
-    fields.update(overrides)
-    fields.setdefault("decoder_start_token_id", fields.get("pad_token_id", 0))
-    if "num_layers" in overrides and "num_decoder_layers" not in overrides:
-        fields["num_decoder_layers"] = overrides["num_layers"]
-    return T5Config(**fields)
-
-
 def build_seq2seq(
     name_or_path: str | os.PathLike[str] | None = None,
     *,
@@ -245,8 +223,6 @@ def build_seq2seq(
     """
     if backbone not in BACKBONES:
         raise ValueError(f"unknown backbone {backbone!r}; expected one of {', '.join(BACKBONES)}")
-    # lazy: encoder_decoder imports encoders, which imports this file
-    from kbqa_lit.backbones.encoder_decoder import build_encoder_decoder, is_saved_encoder_decoder
 
     if backbone == "encoder-decoder" or (name_or_path is not None and is_saved_encoder_decoder(name_or_path)):
         return build_encoder_decoder(name_or_path, config=config, decoder_config=decoder_config, tokenizer=tokenizer)
@@ -269,8 +245,6 @@ def seq2seq_from_config(config: Mapping[str, Any], tokenizer: PreTrainedTokenize
     Used to restore checkpoints without the pretrained weights the network was first built from.
     """
     if config.get("model_type") == "encoder-decoder":
-        from kbqa_lit.backbones.encoder_decoder import encoder_decoder_from_config
-
         return encoder_decoder_from_config(config, tokenizer)
     model = T5ForConditionalGeneration(T5Config.from_dict(dict(config)))
     if tokenizer is not None:
@@ -285,8 +259,6 @@ def wire_generation_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBa
     :func:`~kbqa_lit.backbones.encoder_decoder.wire_encoder_decoder_ids` (``[CLS]`` starts decoding).
     """
     if model.config.model_type == "encoder-decoder":
-        from kbqa_lit.backbones.encoder_decoder import wire_encoder_decoder_ids
-
         wire_encoder_decoder_ids(model, tokenizer)
         return
     pad, eos = tokenizer.pad_token_id, tokenizer.eos_token_id

@@ -343,7 +343,7 @@ def ensure_store(spec: str | Path, files: Sequence[str | Path], fmt: str = "nt")
     """
     from filelock import FileLock
 
-    from kbqa_lit.kb.store import is_endpoint
+    from kbqa_lit.kb.store_base import is_endpoint
 
     if is_endpoint(spec):
         return False

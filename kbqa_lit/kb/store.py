@@ -40,6 +40,7 @@ from kbqa_lit.kb.store_base import (
     ExecutionResult,
     KnowledgeBase,
     _CachingStore,
+    is_endpoint,
     update_keyword,
 )
 
@@ -173,14 +174,6 @@ class OxigraphStore(_CachingStore):
 
     def __repr__(self) -> str:
         return f"OxigraphStore({str(self.path)!r}, timeout={self.timeout:g}, isolation={self.isolation!r})"
-
-
-def is_endpoint(spec: str | Path) -> bool:
-    """Whether a store spec names a SPARQL endpoint (an ``http(s)://`` URL) rather than a store directory.
-
-    The one rule every part of kbqa_lit uses to tell the two apart.
-    """
-    return re.match(r"^https?://", str(spec), re.IGNORECASE) is not None
 
 
 def open_store(spec: str | Path, **kwargs: Any) -> OxigraphStore | EndpointStore:

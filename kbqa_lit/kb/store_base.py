@@ -5,7 +5,11 @@
 - :class:`KnowledgeBase` / :class:`BatchKnowledgeBase`: the contract of a store;
 - :func:`update_keyword`: SPARQL Update requests are refused by every store;
 - :class:`_CachingStore`: the in-memory LRU and optional on-disk cache
-  (:class:`~kbqa_lit.kb.cache.ExecutionCache`), counters, and the never-raising ``execute``.
+  (:class:`~kbqa_lit.kb.cache.ExecutionCache`), counters, and the never-raising ``execute``;
+- :func:`is_endpoint`: whether a store spec is an endpoint URL or a store directory.
+
+:class:`ExecutionResult` lives in :mod:`kbqa_lit.kb.result` and the batch rules in
+:mod:`kbqa_lit.kb.store_batch` (both import nothing of the stores, so there is no import circle).
 
 The stores themselves are :class:`~kbqa_lit.kb.store.OxigraphStore` and
 :class:`~kbqa_lit.kb.endpoint_store.EndpointStore`; import all of these from :mod:`kbqa_lit.kb.store`.
@@ -18,10 +22,12 @@ import re
 import sqlite3
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from kbqa_lit.kb.cache import ExecutionCache, LRUCache
+from kbqa_lit.kb.result import ExecutionResult
+from kbqa_lit.kb.store_batch import cached_execute_many
 
 log = logging.getLogger("kbqa_lit.kb.store")
 
@@ -67,27 +73,6 @@ def update_keyword(sparql: str) -> str | None:
             return upper
         first = first and upper in ("PREFIX", "BASE")
     return None
-
-
-@dataclass(slots=True)
-class ExecutionResult:
-    """The outcome of executing one query.
-
-    Attributes:
-        answers: KB ids (Freebase namespace stripped; other IRIs whole) or literal lexical values
-            of the first projected variable, deduplicated in order; ``["true"]``/``["false"]`` for ASK.
-        ok: Whether the query executed.
-        error: Why it did not (``None`` when ok).
-        elapsed: Wall-clock seconds spent in :meth:`KnowledgeBase.execute`.
-        cached: Whether the result came from a cache.
-
-    """
-
-    answers: list[str] = field(default_factory=list)
-    ok: bool = True
-    error: str | None = None
-    elapsed: float = 0.0
-    cached: bool = False
 
 
 @runtime_checkable
@@ -163,8 +148,6 @@ class _CachingStore:
             One result per query; ``elapsed`` of a query that was run is its share of the batch.
 
         """
-        from kbqa_lit.kb.store_batch import cached_execute_many
-
         return cached_execute_many(self, queries)
 
     def _execute(self, sparql: str) -> ExecutionResult:
@@ -249,3 +232,11 @@ class _CachingStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def is_endpoint(spec: str | Path) -> bool:
+    """Whether a store spec names a SPARQL endpoint (an ``http(s)://`` URL) rather than a store directory.
+
+    The one rule every part of kbqa_lit uses to tell the two apart.
+    """
+    return re.match(r"^https?://", str(spec), re.IGNORECASE) is not None

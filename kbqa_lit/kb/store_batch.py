@@ -19,22 +19,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
-from kbqa_lit.kb.store import ExecutionResult
-
-if TYPE_CHECKING:
-    from kbqa_lit.kb.store import _CachingStore
+from kbqa_lit.kb.result import ExecutionResult
 
 log = logging.getLogger(__name__)
 
 
-def cached_execute_many(store: _CachingStore, queries: Sequence[str]) -> list[ExecutionResult]:
+def cached_execute_many(store: Any, queries: Sequence[str]) -> list[ExecutionResult]:
     """Execute ``queries`` on a caching store (see the module docstring).
 
     Args:
-        store: The store (an :class:`~kbqa_lit.kb.store.OxigraphStore` or
-            :class:`~kbqa_lit.kb.store.EndpointStore`).
+        store: The store: a :class:`~kbqa_lit.kb.store_base._CachingStore` (an
+            :class:`~kbqa_lit.kb.store.OxigraphStore` or :class:`~kbqa_lit.kb.store.EndpointStore`;
+            not imported here, which would close an import circle).
         queries: The query texts.
 
     Returns:
@@ -69,7 +67,7 @@ def cached_execute_many(store: _CachingStore, queries: Sequence[str]) -> list[Ex
     return [r for r in results if r is not None]
 
 
-def _run_pending(store: _CachingStore, pending: dict[str, list[int]], results: list[ExecutionResult | None]) -> None:
+def _run_pending(store: Any, pending: dict[str, list[int]], results: list[ExecutionResult | None]) -> None:
     """Run the distinct misses in one batch and put each result (and its in-batch copies) in place."""
     texts = list(pending)
     store.misses += len(texts)

@@ -1,0 +1,34 @@
+"""The outcome of executing one query: :class:`ExecutionResult`, what every knowledge-base store returns.
+
+Its own file so that the caches (:mod:`kbqa_lit.kb.cache`), the batch rules
+(:mod:`kbqa_lit.kb.store_batch`) and the stores can all name it without importing each other.
+Import it from :mod:`kbqa_lit.kb.store` like the rest of the store API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class ExecutionResult:
+    """The outcome of executing one query.
+
+    Attributes:
+        answers: KB ids (Freebase namespace stripped; other IRIs whole) or literal lexical values
+            of the first projected variable, deduplicated in order; ``["true"]``/``["false"]`` for ASK.
+        ok: Whether the query executed.
+        error: Why it did not (``None`` when ok).
+        elapsed: Wall-clock seconds spent in :meth:`KnowledgeBase.execute`.
+        cached: Whether the result came from a cache.
+
+    """
+
+    answers: list[str] = field(default_factory=list)
+    ok: bool = True
+    error: str | None = None
+    elapsed: float = 0.0
+    cached: bool = False
+
+
+__all__ = ["ExecutionResult"]
