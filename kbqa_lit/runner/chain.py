@@ -7,6 +7,7 @@ classifier → patterns → generator → execution-guided answers); each part a
 
     vars:                       # ${name} substitutions; override with --set name=value
       work: outputs/coq_pipeline
+      test_file: ${work}/world/test.jsonl   # a variable may name another (resolved after --set)
     steps:
       - name: world
         run: data synth --out ${work}/world --seed 0 --size small
@@ -113,6 +114,47 @@ class Pipeline:
         return out
 
 
+def resolve_vars(scope: Mapping[str, str], path: Path) -> dict[str, str]:
+    """Variables whose values name other variables (``test_file: ${work}/world/test.jsonl``), resolved.
+
+    Resolution happens after ``--set``, so ``--set work=other`` moves every variable built on
+    ``work`` with it; a value set on the command line may name variables too. A value without
+    ``${...}`` is kept exactly as written.
+
+    Raises:
+        UserInputError: For a reference to an unknown variable or a circle of references.
+    """
+    done: dict[str, str] = {}
+
+    def resolve(name: str, chain: tuple[str, ...]) -> str:
+        if name in done:
+            return done[name]
+        if name in chain:
+            circle = " -> ".join((*chain[chain.index(name) :], name))
+            raise UserInputError(f"{path}: vars refer to each other in a circle: {circle}")
+        value = scope[name]
+        refs = _references(value)
+        for ref in refs:
+            if ref not in scope:
+                raise UserInputError(f"{path}: vars.{name} uses ${{{ref}}}, which is not defined in vars")
+        if refs:
+            value = Template(value).substitute({ref: resolve(ref, (*chain, name)) for ref in refs})
+        done[name] = value
+        return value
+
+    return {name: resolve(name, ()) for name in scope}
+
+
+def _references(text: str) -> list[str]:
+    """The variable names a ``string.Template`` text uses (``$name`` and ``${name}``)."""
+    names = []
+    for match in Template.pattern.finditer(text):
+        name = match.group("named") or match.group("braced")
+        if name and name not in names:
+            names.append(name)
+    return names
+
+
 def _substitute(text: str, scope: Mapping[str, str], path: Path, step: str) -> str:
     try:
         return Template(text).substitute(scope)
@@ -186,6 +228,7 @@ def load_pipeline(path: str | Path, overrides: Mapping[str, str] | None = None) 
         if key not in scope:
             raise UserInputError(f"{path}: --set {key}=...: no such variable (known: {', '.join(sorted(scope))})")
         scope[key] = value
+    scope = resolve_vars(scope, path)
     steps = [_parse_step(raw, i, path) for i, raw in enumerate(data["steps"])]
     names = [s.name for s in steps]
     dupes = sorted({n for n in names if names.count(n) > 1})

@@ -70,6 +70,33 @@ def test_malformed_pipelines_are_named(tmp_path: Path, doc: dict, message: str) 
         load_pipeline(_write(tmp_path, doc)).commands()
 
 
+def test_vars_may_name_vars_resolved_after_set(tmp_path: Path) -> None:
+    doc = {
+        "vars": {"work": "W", "world": "${work}/world", "test_file": "${world}/test.jsonl", "money": "$$5"},
+        "steps": [{"name": "a", "run": "eval --gold ${test_file} --note ${money}", "outputs": "${world}/x"}],
+    }
+    path = _write(tmp_path, doc)
+    assert load_pipeline(path).commands()[0].argv == ["eval", "--gold", "W/world/test.jsonl", "--note", "$$5"]
+    moved = load_pipeline(path, {"work": "/other"})
+    assert moved.vars["test_file"] == "/other/world/test.jsonl" and moved.vars["money"] == "$$5"
+    assert moved.commands()[0].outputs == [Path("/other/world/x")]
+    pinned = load_pipeline(path, {"test_file": "${work}/held_out.jsonl", "work": "/w"})
+    assert pinned.commands()[0].argv[2] == "/w/held_out.jsonl"
+    circle = {"vars": {"a": "${b}/x", "b": "${a}"}, "steps": [{"name": "s", "run": "eval"}]}
+    with pytest.raises(UserInputError, match=r"circle: a -> b -> a"):
+        load_pipeline(_write(tmp_path, circle))
+    unknown = {"vars": {"a": "${nope}/x"}, "steps": [{"name": "s", "run": "eval"}]}
+    with pytest.raises(UserInputError, match=r"vars.a uses \$\{nope\}"):
+        load_pipeline(_write(tmp_path, unknown))
+
+
+def test_shipped_chains_move_their_test_file_with_work() -> None:
+    for name in ("keqing/pipeline_metaqa.yaml", "keqing/pipeline_pathquestion.yaml"):
+        pipe = load_pipeline(CONFIGS / name, {"work": "/elsewhere"})
+        assert pipe.vars["test_file"].startswith("/elsewhere/"), name
+        assert all("outputs/keqing" not in arg for cmd in pipe.commands() for arg in cmd.argv), name
+
+
 def test_unknown_override_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(UserInputError, match="--set wrok"):
         load_pipeline(_write(tmp_path, DOC), {"wrok": "/x"})
