@@ -91,10 +91,19 @@ def test_vars_may_name_vars_resolved_after_set(tmp_path: Path) -> None:
 
 
 def test_shipped_chains_move_their_test_file_with_work() -> None:
-    for name in ("keqing/pipeline_metaqa.yaml", "keqing/pipeline_pathquestion.yaml"):
+    for name in (
+        "keqing/pipeline_metaqa.yaml",
+        "keqing/pipeline_pathquestion.yaml",
+        "coq/pipeline_generator_metaqa.yaml",
+        "coq/pipeline_generator_pathquestion.yaml",
+    ):
         pipe = load_pipeline(CONFIGS / name, {"work": "/elsewhere"})
-        assert pipe.vars["test_file"].startswith("/elsewhere/"), name
-        assert all("outputs/keqing" not in arg for cmd in pipe.commands() for arg in cmd.argv), name
+        assert pipe.vars["test_file"] == "/elsewhere/world/test.jsonl", name
+        assert all(not arg.startswith("outputs/") for cmd in pipe.commands() for arg in cmd.argv), name
+        other = load_pipeline(CONFIGS / name, {"test_file": "/data/official_test.jsonl"}).commands()
+        assert any(
+            arg == "/data/official_test.jsonl" or "=/data/official_test.jsonl" in arg for c in other for arg in c.argv
+        )
 
 
 def test_unknown_override_is_an_error(tmp_path: Path) -> None:
