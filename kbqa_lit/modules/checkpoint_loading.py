@@ -1,6 +1,6 @@
 """Load a LightningModule checkpoint, or fail with one line naming the file and what was expected.
 
-Shared by the tools (through :mod:`kbqa_lit.tools.checkpoints`) and the callbacks, hence on the
+Shared by the tools and the callbacks, hence on the
 ``modules`` floor. ``kbqa retrieve relations`` needs a ``CrossEncoderRetriever`` checkpoint and
 ``kbqa lora export`` a ``LoraCausalLM`` one; ``ExecutionGuidedEval(answer_model=...)`` a second generator
 of the class under test. Given any other file — not a checkpoint at all, or the checkpoint of another

@@ -117,8 +117,8 @@ def merge_adapter(
 
 def export_checkpoint(ckpt: str | Path, out: str | Path) -> dict[str, Any]:
     """Write the adapter folder of an adapter-only ``LoraCausalLM`` checkpoint."""
+    from kbqa_lit.modules.checkpoint_loading import load_module_checkpoint
     from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM
-    from kbqa_lit.tools.checkpoints import load_module_checkpoint
 
     path = Path(ckpt)
     module = load_module_checkpoint(

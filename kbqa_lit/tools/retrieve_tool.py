@@ -169,8 +169,8 @@ def run_relations(args: argparse.Namespace) -> int:
     """Handle ``kbqa retrieve relations``."""
     from kbqa_lit.datamodules.relation_retrieval import gold_relations
     from kbqa_lit.kb.relation_inventory import BM25RelationRanker, RelationInventory, load_inventory
+    from kbqa_lit.modules.checkpoint_loading import load_module_checkpoint
     from kbqa_lit.modules.cross_encoder import CrossEncoderRetriever
-    from kbqa_lit.tools.checkpoints import load_module_checkpoint
 
     if args.store is None and args.inventory is None:
         raise UserInputError("give --store or --inventory (where the candidate relations come from)")

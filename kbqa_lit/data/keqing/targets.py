@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from kbqa_lit.data.keqing.chains import Chain, chain_text
 from kbqa_lit.data.keqing.decomposition import (
     INSTRUCTION,
     SubQuestion,
@@ -25,6 +24,7 @@ from kbqa_lit.data.keqing.decomposition import (
 )
 from kbqa_lit.data.keqing.templates import TemplateBank, example_chain
 from kbqa_lit.data.schema import KBQAExample
+from kbqa_lit.kb.chains import Chain, chain_text
 
 
 def gold_subquestions(

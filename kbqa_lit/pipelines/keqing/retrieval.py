@@ -28,8 +28,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from kbqa_lit.data.keqing.chains import Chain, Hop
 from kbqa_lit.errors import UserInputError
+from kbqa_lit.kb.chains import Chain, Hop
 from kbqa_lit.kb.execute import execute_many
 from kbqa_lit.kb.iri import local_id
 from kbqa_lit.kb.literals import canonical_literal

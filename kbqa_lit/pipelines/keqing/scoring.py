@@ -27,12 +27,12 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from kbqa_lit.data.keqing.chains import Chain, parse_chain
 from kbqa_lit.data.keqing.decomposition import Decomposition, SubQuestion
 from kbqa_lit.data.keqing.targets import gold_subquestions
 from kbqa_lit.data.keqing.templates import TemplateBank, example_chain
 from kbqa_lit.data.linking import ORACLE_PREFIX
 from kbqa_lit.data.schema import KBQAExample
+from kbqa_lit.kb.chains import Chain, parse_chain
 from kbqa_lit.metrics.functional import score_question
 from kbqa_lit.pipelines.keqing.execution import StepLog, is_chain_text
 from kbqa_lit.pipelines.keqing.retrieval import ChainExecutor

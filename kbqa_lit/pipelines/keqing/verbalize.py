@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from kbqa_lit.data.keqing.chains import Hop
+from kbqa_lit.kb.chains import Hop
 
 #: ``label(id) -> name or None`` (e.g. :meth:`kbqa_lit.kb.entity_index.EntityIndex.label`).
 Labeler = Callable[[str], str | None]

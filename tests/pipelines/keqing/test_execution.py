@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kbqa_lit.data.keqing.chains import parse_chain
 from kbqa_lit.data.keqing.decomposition import Decomposition, chain_decomposition
 from kbqa_lit.data.keqing.templates import TemplateBank
+from kbqa_lit.kb.chains import parse_chain
 from kbqa_lit.kb.loaders import build_store, fb_iri
 from kbqa_lit.kb.store import OxigraphStore
 from kbqa_lit.pipelines.keqing.execution import DecompositionExecutor, is_chain_text
