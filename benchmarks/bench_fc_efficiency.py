@@ -49,9 +49,9 @@ from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.kb.normalize import normalize_sexpr
 from kbqa_lit.kb.relation_inventory import is_fact_relation
 from kbqa_lit.kb.store import open_store
-from kbqa_lit.modules.coq.multitask_generator import MultitaskGenerator
 from kbqa_lit.modules.fc.extractor import ComponentExtractor
 from kbqa_lit.modules.fc.lf_ranker import LogicalFormRanker
+from kbqa_lit.modules.multitask_generator import MultitaskGenerator
 from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
 from kbqa_lit.pipelines.fc.compose import ComposerStage
 from kbqa_lit.pipelines.fc.detection import ComponentDetector

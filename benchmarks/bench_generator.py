@@ -34,7 +34,7 @@ from torch.utils.data import DataLoader  # noqa: E402
 
 from kbqa_lit.datamodules.collate import padding_share  # noqa: E402
 from kbqa_lit.datamodules.coq.generation import GenerationDataModule  # noqa: E402
-from kbqa_lit.modules.coq.multitask_generator import MultitaskGenerator  # noqa: E402
+from kbqa_lit.modules.multitask_generator import MultitaskGenerator  # noqa: E402
 
 README = Path(__file__).with_name("README.md")
 HEADING = "## CoQ generator (bench_generator.py)"

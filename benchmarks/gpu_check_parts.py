@@ -400,7 +400,7 @@ def memory_estimate(params: int, size: str, fit: dict[str, Any], tiny: bool, con
 @torch.no_grad()
 def adapter_roundtrip(cli: Any, adapter_dir: Path, model_dir: Path, ctx: Context) -> dict[str, Any]:
     """Reload the exported adapter onto the base folder (logits must equal the trained module's), then merge."""
-    from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM
+    from kbqa_lit.modules.lora_causal_lm import LoraCausalLM
 
     trained = cli.model.eval()
     batch = next(iter(cli.datamodule.train_dataloader()))

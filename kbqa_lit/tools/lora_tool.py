@@ -83,7 +83,7 @@ def merge_adapter(
             message names the file), or it names no base.
     """
     from kbqa_lit.backbones.causal import build_causal_tokenizer
-    from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM
+    from kbqa_lit.modules.lora_causal_lm import LoraCausalLM
 
     start = time.perf_counter()
     adapter_dir = Path(adapter)
@@ -118,7 +118,7 @@ def merge_adapter(
 def export_checkpoint(ckpt: str | Path, out: str | Path) -> dict[str, Any]:
     """Write the adapter folder of an adapter-only ``LoraCausalLM`` checkpoint."""
     from kbqa_lit.modules.checkpoint_loading import load_module_checkpoint
-    from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM
+    from kbqa_lit.modules.lora_causal_lm import LoraCausalLM
 
     path = Path(ckpt)
     module = load_module_checkpoint(

@@ -16,6 +16,7 @@ Function-level (lazy) imports count like module-level ones.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -103,12 +104,45 @@ def test_no_upward_or_cross_system_import() -> None:
     assert _violations() == []
 
 
+CONFIGS = PACKAGE.parent / "configs"
+_CLASS_IN_SYSTEM = re.compile(r"kbqa_lit\.\w+\.(coq|tfs|fc|keqing)\.[\w.]+")
+
+
+def _yaml_violations(configs: Path) -> list[str]:
+    """A system's configs (``configs/<system>/``) name classes of its own folders or shared floors only."""
+    found = []
+    for system in SYSTEMS:
+        for path in sorted((configs / system).rglob("*.yaml")):
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+                code = line.split("#", 1)[0]
+                for match in _CLASS_IN_SYSTEM.finditer(code):
+                    if match.group(1) != system:
+                        found.append(f"{path.relative_to(configs.parent)}:{number} names {match.group(0)}")
+    return found
+
+
+def test_no_config_names_another_systems_class() -> None:
+    assert _yaml_violations(CONFIGS) == []
+
+
+def test_the_config_rule_sees_a_foreign_class(tmp_path: Path) -> None:
+    (tmp_path / "configs" / "fc").mkdir(parents=True)
+    (tmp_path / "configs" / "fc" / "bad.yaml").write_text(
+        "model:\n  class_path: kbqa_lit.modules.coq.schema_classifier.SchemaClassifier  # CoQ's\n"
+        "data:\n  class_path: kbqa_lit.datamodules.fc.extractors.ExtractorDataModule\n"
+        "# kbqa_lit.modules.tfs.x.Y in a comment is prose, not a class path\n"
+    )
+    assert _yaml_violations(tmp_path / "configs") == [
+        "configs/fc/bad.yaml:2 names kbqa_lit.modules.coq.schema_classifier.SchemaClassifier"
+    ]
+
+
 def test_the_walker_sees_imports_it_must_reject(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The check itself can fail: plant bad imports in a copy of the layout and see them reported."""
     pkg = tmp_path / "kbqa_lit"
     for rel, text in {
         "kb/bad.py": "from kbqa_lit.data.schema import KBQAExample\n",
-        "modules/coq/bad.py": "def f():\n    from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM\n",
+        "modules/coq/bad.py": "def f():\n    from kbqa_lit.modules.fc.extractor import ComponentExtractor\n",
         "modules/shared_bad.py": "from kbqa_lit.datamodules.coq import generation\n",
         "datamodules/tfs/ok.py": "from kbqa_lit.data.tfs.prompts import TASKS\nfrom ..split_files import SPLITS\n",
         "pipelines/coq/bad.py": "import kbqa_lit.tools.common\n",

@@ -15,7 +15,7 @@ from kbqa_lit.data.schema import write_jsonl
 from kbqa_lit.datamodules.coq.generation import GenerationDataModule
 from kbqa_lit.kb.grammar import BaseRules, SExprGrammar
 from kbqa_lit.kb.store import open_store
-from kbqa_lit.modules.coq.multitask_generator import MultitaskGenerator
+from kbqa_lit.modules.multitask_generator import MultitaskGenerator
 from tests.helpers.tiny import ONE_LAYER_T5
 from tests.helpers.toy import born_in, born_in_kb
 

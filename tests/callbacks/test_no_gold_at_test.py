@@ -18,7 +18,7 @@ from kbqa_lit.callbacks.execution_eval import ExecutionGuidedEval
 from kbqa_lit.data.schema import KBQAExample, write_jsonl
 from kbqa_lit.datamodules.coq.generation import GenerationDataModule
 from kbqa_lit.lightning_cli import ORACLE_RUN_SUFFIX, mark_oracle_run
-from kbqa_lit.modules.coq.multitask_generator import MultitaskGenerator
+from kbqa_lit.modules.multitask_generator import MultitaskGenerator
 from tests.helpers.no_gold import strip_gold
 from tests.helpers.tiny import ONE_LAYER_T5
 from tests.helpers.toy import born_in, born_in_kb

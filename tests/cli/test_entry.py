@@ -31,7 +31,7 @@ def _empty_data_config(tmp_path: Path) -> Path:
     empty.mkdir()
     doc = {
         "model": {
-            "class_path": "kbqa_lit.modules.coq.multitask_generator.MultitaskGenerator",
+            "class_path": "kbqa_lit.modules.multitask_generator.MultitaskGenerator",
             "init_args": {"model_config": {"d_model": 32, "d_ff": 64, "num_layers": 1, "num_heads": 2, "d_kv": 16}},
         },
         "data": {

@@ -18,7 +18,7 @@ def test_every_test_folder_is_a_package() -> None:
 
 
 def test_test_folders_mirror_the_package() -> None:
-    own = {"helpers", "architecture", "cli", "."}
+    own = {"helpers", "architecture", "cli", "benchmarks", "."}  # benchmarks: the repository's benchmarks/ scripts
     strays = [
         rel
         for p in _folders(TESTS)

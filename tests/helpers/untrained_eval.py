@@ -9,7 +9,7 @@ import lightning as L
 
 from kbqa_lit.callbacks.execution_eval import ExecutionGuidedEval
 from kbqa_lit.datamodules.coq.generation import GenerationDataModule
-from kbqa_lit.modules.coq.multitask_generator import MultitaskGenerator
+from kbqa_lit.modules.multitask_generator import MultitaskGenerator
 from tests.helpers.tiny import ONE_LAYER_T5
 
 

@@ -133,7 +133,7 @@ def test_zero_on_two_cpu_processes_reproduces_the_single_process_adapter(
 ) -> None:
     """ZeRO-2 (optimiser state sharded) and ZeRO-3 (parameters sharded too; the adapter export gathers them)."""
     from kbqa_lit.datamodules.tfs.instruction import InstructionDataModule
-    from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM
+    from kbqa_lit.modules.lora_causal_lm import LoraCausalLM
 
     world, ref_root = reference
     zero_root = tmp_path / f"zero{stage}"

@@ -45,7 +45,7 @@ def resolved_config(alpha: float, root: str) -> dict:
     return {
         "seed_everything": 0,
         "model": {
-            "class_path": "kbqa_lit.modules.coq.multitask_generator.MultitaskGenerator",
+            "class_path": "kbqa_lit.modules.multitask_generator.MultitaskGenerator",
             "init_args": {"alpha": alpha, "learning_rate": 0.003},
         },
         "trainer": {

@@ -18,7 +18,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from kbqa_lit.cli import main
 from kbqa_lit.datamodules.tfs.instruction import InstructionDataModule
 from kbqa_lit.lightning_cli import build_cli
-from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM
+from kbqa_lit.modules.lora_causal_lm import LoraCausalLM
 from tests.helpers.foreign_checkpoints import write_foreign_checkpoint, write_not_a_checkpoint
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "tfs"

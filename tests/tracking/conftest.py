@@ -62,7 +62,7 @@ def cli_config(save_dir: str, alpha: float, dirpath: str | None, ckpt_path: str 
             "default_root_dir": save_dir,
         },
         "model": {
-            "class_path": "kbqa_lit.modules.coq.multitask_generator.MultitaskGenerator",
+            "class_path": "kbqa_lit.modules.multitask_generator.MultitaskGenerator",
             "init_args": {"alpha": alpha, "learning_rate": 0.003},
         },
         "data": {

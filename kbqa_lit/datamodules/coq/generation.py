@@ -58,7 +58,7 @@ log = logging.getLogger(__name__)
 
 
 class GenerationDataModule(SplitFilesMixin, LightningDataModule):
-    """Data for :class:`~kbqa_lit.modules.coq.multitask_generator.MultitaskGenerator` (CoQ step 4).
+    """Data for :class:`~kbqa_lit.modules.multitask_generator.MultitaskGenerator` (CoQ step 4).
 
     Args:
         data_dir: Folder of the split files (``train.jsonl``, ``dev.jsonl`` or ``val.jsonl``,

@@ -1,7 +1,7 @@
 """The shared part of FC-KBQA's seq2seq datamodules (the skeleton parser and the composer).
 
 Both train the project's seq2seq generator,
-:class:`~kbqa_lit.modules.coq.multitask_generator.MultitaskGenerator` (the FC configs name it by
+:class:`~kbqa_lit.modules.multitask_generator.MultitaskGenerator` (the FC configs name it by
 class path, with ``alpha: 0``: no answer task): batches hold ``input_ids``, ``attention_mask``,
 ``labels`` (``-100`` on padding and for rows without gold) and ``index`` — the row's position in
 :meth:`FCSeq2SeqDataModule.examples` of the split, so the execution-guided callback finds the

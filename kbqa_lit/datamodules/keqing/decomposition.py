@@ -10,7 +10,7 @@ Examples that are not chains have no target and are counted (``skipped``).
 
 Rows are tokenised by :class:`~kbqa_lit.datamodules.keqing.prompt_rows.PromptRowsBase` the way an
 LLM backend tokenises a prompt at inference; the loss is on the response only; the Keqing configs
-train :class:`~kbqa_lit.modules.tfs.lora_causal_lm.LoraCausalLM` on them (named by class path).
+train :class:`~kbqa_lit.modules.lora_causal_lm.LoraCausalLM` on them (named by class path).
 """
 
 from __future__ import annotations

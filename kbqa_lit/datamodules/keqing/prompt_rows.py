@@ -3,7 +3,7 @@
 :class:`PromptRowsBase` tokenises ``(prompt, response)`` pairs the way an LLM backend tokenises a prompt
 at inference (:class:`~kbqa_lit.llm.hf_backend.HFCausalLMBackend`: ``tokenizer(prompt)``), followed by
 the response and the end token, with the loss on the response only; batches hold ``input_ids``,
-``attention_mask`` and ``labels`` (what :class:`~kbqa_lit.modules.tfs.lora_causal_lm.LoraCausalLM`
+``attention_mask`` and ``labels`` (what :class:`~kbqa_lit.modules.lora_causal_lm.LoraCausalLM`
 trains on). Subclasses say where the pairs come from (:meth:`PromptRowsBase.texts`).
 :class:`PromptRowsDataModule` reads them from JSON-lines files of ``{"prompt": ..., "response": ...}``
 (``kbqa keqing reasoning-data`` writes Keqing's reasoning rows so).

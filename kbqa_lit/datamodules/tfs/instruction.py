@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 
 class InstructionDataModule(SplitFilesMixin, LightningDataModule):
-    """Instruction data for :class:`~kbqa_lit.modules.tfs.lora_causal_lm.LoraCausalLM` (TFS-KBQA).
+    """Instruction data for :class:`~kbqa_lit.modules.lora_causal_lm.LoraCausalLM` (TFS-KBQA).
 
     Args:
         data_dir: Folder of the split files (``train.jsonl``, ``dev.jsonl`` or ``val.jsonl``,

@@ -1,1 +1,4 @@
-"""CoQ's LightningModules: the joint relation/entity classifier and the multitask generator."""
+"""CoQ's own LightningModule: the joint relation/entity classifier.
+
+Its generator is the shared :class:`~kbqa_lit.modules.multitask_generator.MultitaskGenerator`.
+"""

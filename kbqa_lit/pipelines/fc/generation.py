@@ -1,7 +1,7 @@
 """Beam search of a trained seq2seq part (FC's skeleton parser or composer) over a list of input texts.
 
 The parts are the project's generator module
-(:class:`~kbqa_lit.modules.coq.multitask_generator.MultitaskGenerator`, or anything with its
+(:class:`~kbqa_lit.modules.multitask_generator.MultitaskGenerator`, or anything with its
 ``tokenizer`` and ``generate_lf``); :func:`generate_beams` tokenises the texts in batches the way
 the FC datamodules do and returns the beams of each text, best first.
 """

@@ -88,7 +88,7 @@ class MemberConfig:
             an adapter contradicts is an error: training and inference build the input alike.
         schema_form: How the adapters write relations (``words`` or ``ids``), likewise; both
             forms are read either way, ``ids`` also unbrackets ``[ a.b.c ]``.
-        overrides: Further :class:`~kbqa_lit.modules.tfs.lora_causal_lm.LoraCausalLM` arguments.
+        overrides: Further :class:`~kbqa_lit.modules.lora_causal_lm.LoraCausalLM` arguments.
     """
 
     name: str

@@ -21,7 +21,7 @@ answered and every attempt; the report adds F1, Hit@1 (random-pick and any), log
 the executable rate and each strategy's share.
 
 A member's *generators* are objects with ``generate(batch, num_beams=, num_return_sequences=,
-max_new_tokens=) -> list[list[str]]`` (:class:`~kbqa_lit.modules.tfs.lora_causal_lm.LoraCausalLM`,
+max_new_tokens=) -> list[list[str]]`` (:class:`~kbqa_lit.modules.lora_causal_lm.LoraCausalLM`,
 one per task or one for all) and an optional ``tokenizer``; prompts are built with the
 :class:`~kbqa_lit.datamodules.tfs.instruction_batches.InstructionEncoder` settings the adapter was
 trained with (``instruction.json``: template, lengths, ``s2_lf_input``, ``schema_form``). Batches

@@ -134,13 +134,13 @@ def member_from_adapters(
         base: Base model name or folder (default: the one each adapter records).
         formats: ``s2_lf_input`` / ``schema_form`` for adapters that record none (``None``: the
             recorded value, else the default); a value that contradicts a recorded one is an error.
-        **overrides: :class:`~kbqa_lit.modules.tfs.lora_causal_lm.LoraCausalLM` arguments
+        **overrides: :class:`~kbqa_lit.modules.lora_causal_lm.LoraCausalLM` arguments
             (``torch_dtype``...).
 
     Raises:
         UserInputError: When ``formats`` contradicts what an adapter was trained with.
     """
-    from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM
+    from kbqa_lit.modules.lora_causal_lm import LoraCausalLM
 
     loaded: dict[str, Any] = {}
     generators: dict[str, Generator] = {}

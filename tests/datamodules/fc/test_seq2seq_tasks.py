@@ -15,7 +15,7 @@ from kbqa_lit.datamodules.fc.composer import ComposerDataModule
 from kbqa_lit.datamodules.fc.skeleton import SkeletonParserDataModule
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.lightning_cli import mark_oracle_run
-from kbqa_lit.modules.coq.multitask_generator import MultitaskGenerator
+from kbqa_lit.modules.multitask_generator import MultitaskGenerator
 from tests.helpers.no_gold import strip_gold
 from tests.helpers.tiny import TINY_T5
 

@@ -16,8 +16,8 @@ from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.datamodules.fc.extractors import ExtractorDataModule
 from kbqa_lit.datamodules.fc.skeleton import SkeletonParserDataModule
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.modules.coq.multitask_generator import MultitaskGenerator
 from kbqa_lit.modules.fc.extractor import ComponentExtractor
+from kbqa_lit.modules.multitask_generator import MultitaskGenerator
 from kbqa_lit.pipelines.fc.build import _module_class, resolve_config
 from tests.helpers.tiny import TINY_BERT, TINY_T5
 

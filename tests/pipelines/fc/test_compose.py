@@ -20,8 +20,8 @@ from kbqa_lit.kb.entity_index import EntityIndex
 from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.kb.normalize import schema_to_words
 from kbqa_lit.kb.store import open_store
-from kbqa_lit.modules.coq.multitask_generator import MultitaskGenerator
 from kbqa_lit.modules.fc.extractor import ComponentExtractor
+from kbqa_lit.modules.multitask_generator import MultitaskGenerator
 from kbqa_lit.pipelines.fc.components import ComponentStage
 from kbqa_lit.pipelines.fc.compose import ComposerStage, pair_grammar, view_of
 from kbqa_lit.pipelines.fc.detection import ComponentDetector

@@ -206,7 +206,7 @@ def test_a_real_lora_module_in_the_chain(kb) -> None:
     import torch
 
     from kbqa_lit.backbones.causal import train_causal_tokenizer
-    from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM
+    from kbqa_lit.modules.lora_causal_lm import LoraCausalLM
 
     enc = InstructionEncoder(None)
     texts = [enc.prompt_text(t, q) for t in ("s1", "s3") for q in (Q1, Q2)] + [BIRTH, COUNTRY]

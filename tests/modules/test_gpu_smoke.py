@@ -14,7 +14,7 @@ from lightning.pytorch import Trainer, seed_everything
 
 from kbqa_lit.data.schema import write_jsonl
 from kbqa_lit.datamodules.coq.generation import GenerationDataModule
-from kbqa_lit.modules.coq.multitask_generator import MultitaskGenerator
+from kbqa_lit.modules.multitask_generator import MultitaskGenerator
 from tests.helpers.run_if import _missing, run_if
 from tests.helpers.tiny import TINY_T5
 from tests.helpers.toy import born_in

@@ -1,4 +1,4 @@
-"""``MultitaskGenerator``: CoQ's one seq2seq model trained on two tasks, ``L = L_LF + α·L_ANS``.
+"""``MultitaskGenerator``: the shared seq2seq generator trained on two tasks, ``L = L_LF + α·L_ANS``.
 
 The network is a T5 (``backbone: t5``, the paper's) or an encoder-decoder warm-started from a
 pretrained BERT-like encoder (``backbone: encoder-decoder``: all-MiniLM-L6-v2 offline,

@@ -1,4 +1,4 @@
-"""``LoraCausalLM``: a causal LM fine-tuned with LoRA (peft) on instruction data (TFS-KBQA, and Keqing's decomposer).
+"""``LoraCausalLM``: a causal LM fine-tuned with LoRA (peft) on instruction data (TFS-KBQA, Keqing's decomposer).
 
 The base is a hub model or local folder (``meta-llama/Llama-2-7b-hf``, ``-13b-hf``, a merged
 model from ``kbqa lora merge``) or a tiny LLaMA built from a config (tests, CPU configs); the
@@ -41,11 +41,13 @@ from transformers import (
 
 from kbqa_lit.backbones.causal import build_causal_lm, build_causal_tokenizer
 from kbqa_lit.backbones.common import tokenizer_files, tokenizer_from_files
-from kbqa_lit.data.tfs.prompts import TASKS
 from kbqa_lit.modules.training_setup import allow_offloaded_torch_optimizer, warmup_schedule
 
 log = logging.getLogger(__name__)
 
+#: Names of the ``task`` ids that instruction batches carry (TFS-KBQA's tasks in the order of
+#: ``kbqa_lit.data.tfs.prompts.TASKS``, which a test keeps equal): per-task losses and prediction rows.
+TASK_NAMES: tuple[str, ...] = ("s1", "s2_items", "s2_lf", "s3")
 ADAPTER_META = "kbqa_lora.json"
 BASE_SUBDIR = "base"
 _LORA_MARK = ".lora_"
@@ -234,7 +236,7 @@ class LoraCausalLM(LightningModule):
             for t in sorted(set(tasks.tolist())):
                 sel = tasks == t
                 if bool(row_n[sel].sum() > 0):
-                    losses[f"loss_{TASKS[t]}"] = row_sum[sel].sum() / row_n[sel].sum()
+                    losses[f"loss_{TASK_NAMES[t]}"] = row_sum[sel].sum() / row_n[sel].sum()
         return losses
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
@@ -274,7 +276,7 @@ class LoraCausalLM(LightningModule):
         tasks = batch.get("task")
         return {
             "index": batch["index"].tolist() if "index" in batch else list(range(len(beams))),
-            "task": [TASKS[t] for t in tasks.tolist()] if isinstance(tasks, torch.Tensor) else tasks,
+            "task": [TASK_NAMES[t] for t in tasks.tolist()] if isinstance(tasks, torch.Tensor) else tasks,
             "texts": beams,
         }
 
@@ -489,4 +491,4 @@ class LoraCausalLM(LightningModule):
         return cls(tokenizer=tokenizer, **hp)
 
 
-__all__ = ["ADAPTER_META", "BASE_SUBDIR", "LoraCausalLM", "gathered", "is_adapter_key"]
+__all__ = ["ADAPTER_META", "BASE_SUBDIR", "TASK_NAMES", "LoraCausalLM", "gathered", "is_adapter_key"]

@@ -10,8 +10,9 @@ from lightning.pytorch import Trainer, seed_everything
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from kbqa_lit.callbacks.adapter_export import AdapterExport
+from kbqa_lit.data.tfs.prompts import TASKS
 from kbqa_lit.datamodules.tfs.instruction import InstructionDataModule
-from kbqa_lit.modules.tfs.lora_causal_lm import LoraCausalLM, checkpointing_enabled, is_adapter_key
+from kbqa_lit.modules.lora_causal_lm import TASK_NAMES, LoraCausalLM, checkpointing_enabled, is_adapter_key
 
 ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"]
 
@@ -106,6 +107,10 @@ def test_loss_is_cross_entropy_over_response_tokens(dm, batch) -> None:
     only_prompt = dict(batch, labels=torch.full_like(batch["labels"], -100))
     with torch.no_grad():
         assert float(m.compute_losses(only_prompt)["loss"]) == 0.0
+
+
+def test_task_names_are_the_instruction_tasks() -> None:
+    assert TASK_NAMES == TASKS  # the shared module names TFS's task ids without importing its data folder
 
 
 def test_per_task_losses_in_a_mixed_batch(dm, batch) -> None:

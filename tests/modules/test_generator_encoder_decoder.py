@@ -19,7 +19,7 @@ from kbqa_lit.data.coq.generator_inputs import ANSWER_PREFIX, LF_PREFIX, answer_
 from kbqa_lit.data.entity_slots import SLOT_TOKENS
 from kbqa_lit.data.schema import write_jsonl
 from kbqa_lit.datamodules.coq.generation import GenerationDataModule
-from kbqa_lit.modules.coq.multitask_generator import MultitaskGenerator
+from kbqa_lit.modules.multitask_generator import MultitaskGenerator
 from tests.helpers.tiny import TINY_BERT
 from tests.helpers.toy import born_in
 

@@ -1,1 +1,0 @@
-"""TFS-KBQA's LightningModule: the LoRA causal LM fine-tuned on the instruction tasks."""
