@@ -36,8 +36,8 @@ from kbqa_lit.backbones.constrained import GrammarLogitsProcessor, TokenIndex
 from kbqa_lit.backbones.seq2seq import build_tokenizer
 from kbqa_lit.data.entity_slots import SLOT_TOKENS
 from kbqa_lit.kb.grammar import BaseRules, EntityRules, SchemaRules, SExprGrammar
-from kbqa_lit.kb.normalize import normalize_sexpr
-from kbqa_lit.kb.sexpr import schema_items
+from kbqa_lit.kb.lf.normalize import normalize_sexpr
+from kbqa_lit.kb.lf.sexpr import schema_items
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

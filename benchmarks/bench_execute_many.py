@@ -37,11 +37,11 @@ import pyoxigraph
 
 from kbqa_lit.data.formats import read_metaqa
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.kb.loaders import build_store
-from kbqa_lit.kb.normalize import invert_labels, normalize_sexpr
-from kbqa_lit.kb.oxigraph_runner import run_query
-from kbqa_lit.kb.sparql import sexpr_to_sparql
+from kbqa_lit.kb.lf.normalize import invert_labels, normalize_sexpr
+from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
 from kbqa_lit.kb.store import OxigraphStore
+from kbqa_lit.kb.store.loaders import build_store
+from kbqa_lit.kb.store.oxigraph_runner import run_query
 from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "metaqa"

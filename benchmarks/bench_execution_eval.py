@@ -37,11 +37,11 @@ from kbqa_lit.data.formats.synthetic import read_synthetic
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.data.synthetic.world import build_world
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.loaders import build_store
-from kbqa_lit.kb.normalize import denormalize_sexpr, invert_labels, normalize_sexpr
-from kbqa_lit.kb.sexpr import Atom, SExpr, map_atoms, parse_sexpr, schema_items
-from kbqa_lit.kb.sparql import sexpr_to_sparql
+from kbqa_lit.kb.lf.normalize import denormalize_sexpr, invert_labels, normalize_sexpr
+from kbqa_lit.kb.lf.sexpr import Atom, SExpr, map_atoms, parse_sexpr, schema_items
+from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
 from kbqa_lit.kb.store import EndpointStore, OxigraphStore
+from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
 
 #: (question, beams, label → ids, the gold beam's text)

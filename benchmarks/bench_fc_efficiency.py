@@ -43,12 +43,12 @@ from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.datamodules.fc.composer import ComposerDataModule
 from kbqa_lit.datamodules.fc.extractors import ExtractorDataModule
 from kbqa_lit.datamodules.fc.skeleton import SkeletonParserDataModule
-from kbqa_lit.kb.entity_index import EntityIndex
-from kbqa_lit.kb.iri import iri
-from kbqa_lit.kb.loaders import build_store
-from kbqa_lit.kb.normalize import normalize_sexpr
-from kbqa_lit.kb.relation_inventory import is_fact_relation
+from kbqa_lit.kb.index.entity_index import EntityIndex
+from kbqa_lit.kb.index.relation_inventory import is_fact_relation
+from kbqa_lit.kb.lf.iri import iri
+from kbqa_lit.kb.lf.normalize import normalize_sexpr
 from kbqa_lit.kb.store import open_store
+from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.modules.fc.extractor import ComponentExtractor
 from kbqa_lit.modules.fc.lf_ranker import LogicalFormRanker
 from kbqa_lit.modules.multitask_generator import MultitaskGenerator

@@ -2,7 +2,7 @@
 
 For every GrailQA dev question that carries ``sparql_query`` and every CWQ question with an
 S-expression in ``../shared/data``, and for each seed, a small KB is built from the gold query's
-triple patterns (:mod:`kbqa_lit.kb.gold_agreement`); the normalised gold query and
+triple patterns (:mod:`kbqa_lit.kb.lf.gold_agreement`); the normalised gold query and
 ``sexpr_to_sparql(S-expression, semantics=<dataset>, ontology=...)`` run on it in Oxigraph. A
 question agrees when every seed gives the same answers (for a gold ``ORDER BY ... LIMIT 1``, any
 one of the tied best members). Prints the agreement rate per dataset and the first misses.
@@ -10,7 +10,7 @@ one of the tied best members). Prints the agreement rate per dataset and the fir
 usage: python benchmarks/bench_gold_sparql_agreement.py [--seeds 20] [--data ../shared/data]
            [--show 5] [--baseline OLD_SPARQL_PY]
 
-``--baseline`` also scores another converter module (e.g. ``git show main:kbqa_lit/kb/sparql.py
+``--baseline`` also scores another converter module (e.g. ``git show main:kbqa_lit/kb/lf/sparql.py
 > /tmp/old_sparql.py``) called as its readers called it: ``exclude-topic`` for both datasets,
 ties kept, no ontology.
 """
@@ -25,9 +25,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kbqa_lit.kb.gold_agreement import agreement, load_gold_pairs
-from kbqa_lit.kb.ontology import Ontology
-from kbqa_lit.kb.sparql import sexpr_to_sparql
+from kbqa_lit.kb.lf.gold_agreement import agreement, load_gold_pairs
+from kbqa_lit.kb.lf.ontology import Ontology
+from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

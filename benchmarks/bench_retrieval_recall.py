@@ -24,10 +24,10 @@ from kbqa_lit.cli import main as kbqa
 from kbqa_lit.data.schema import read_jsonl, write_jsonl
 from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.datamodules.relation_retrieval import RelationRetrievalDataModule, gold_relations
-from kbqa_lit.kb.entity_index import EntityIndex
-from kbqa_lit.kb.loaders import build_store
-from kbqa_lit.kb.relation_inventory import BM25RelationRanker, RelationInventory, recall_at
+from kbqa_lit.kb.index.entity_index import EntityIndex
+from kbqa_lit.kb.index.relation_inventory import BM25RelationRanker, RelationInventory, recall_at
 from kbqa_lit.kb.store import open_store
+from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.modules.cross_encoder import CrossEncoderRetriever
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"

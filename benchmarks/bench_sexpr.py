@@ -11,8 +11,8 @@ import platform
 import time
 from pathlib import Path
 
-from kbqa_lit.kb.sexpr import parse_sexpr, to_sexpr_string
-from kbqa_lit.kb.sparql import SEMANTICS, sexpr_to_sparql
+from kbqa_lit.kb.lf.sexpr import parse_sexpr, to_sexpr_string
+from kbqa_lit.kb.lf.sparql import SEMANTICS, sexpr_to_sparql
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

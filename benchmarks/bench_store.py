@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pyoxigraph
 
-from kbqa_lit.kb.iri import NAME_RELATION, NS, entity_id_for_name, relation_id_for
-from kbqa_lit.kb.loaders import build_store, write_ntriples
+from kbqa_lit.kb.lf.iri import NAME_RELATION, NS, entity_id_for_name, relation_id_for
 from kbqa_lit.kb.store import OxigraphStore
+from kbqa_lit.kb.store.loaders import build_store, write_ntriples
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "metaqa"
 #: qtype node name → MetaQA relation from the movie to that node.

@@ -21,9 +21,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from kbqa_lit.kb.iri import NS
-from kbqa_lit.kb.loaders import build_store
+from kbqa_lit.kb.lf.iri import NS
 from kbqa_lit.kb.store import EndpointStore, OxigraphStore
+from kbqa_lit.kb.store.loaders import build_store
 
 PATHOLOGICAL = (
     "SELECT ?a WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l . ?m ?n ?o "

@@ -33,10 +33,10 @@ from kbqa_lit.data.formats.metaqa import read_metaqa
 from kbqa_lit.data.formats.synthetic import read_synthetic
 from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.errors import StoreError
-from kbqa_lit.kb.loaders import build_store, write_ntriples
-from kbqa_lit.kb.sparql import sexpr_to_sparql
+from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
 from kbqa_lit.kb.store import OxigraphStore
-from kbqa_lit.kb.virtuoso import VirtuosoServer, find_binaries
+from kbqa_lit.kb.store.loaders import build_store, write_ntriples
+from kbqa_lit.kb.virtuoso.server import VirtuosoServer, find_binaries
 
 METAQA = Path(__file__).resolve().parents[2] / "shared" / "data" / "metaqa"
 

@@ -19,9 +19,9 @@ from rich.console import Console
 from rich.table import Table
 
 from kbqa_lit.data.schema import read_jsonl
-from kbqa_lit.kb.execute import run_sexpr
-from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.kb.store import OxigraphStore
+from kbqa_lit.kb.store.execute import run_sexpr
+from kbqa_lit.kb.store.loaders import build_store
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,10 +28,10 @@ from kbqa_lit.backbones.constrained import GrammarLogitsProcessor, TokenIndex
 from kbqa_lit.data.entity_slots import SLOT_TOKENS, topic_slots
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import StoreError
-from kbqa_lit.kb.entity_index import relation_edges
 from kbqa_lit.kb.grammar import BaseRules, EntityRules, SchemaRules, SExprGrammar, entity_bracket
 from kbqa_lit.kb.grammar_anchor import AnchoredEntity, AnchoredEntityRules
-from kbqa_lit.kb.relation_inventory import RelationInventory, store_classes
+from kbqa_lit.kb.index.entity_index import relation_edges
+from kbqa_lit.kb.index.relation_inventory import RelationInventory, store_classes
 
 #: The ``constrained`` modes.
 MODES = ("none", "grammar", "schema", "connected", "datamodule")

@@ -85,10 +85,10 @@ from kbqa_lit.data.gold import gold_parses, gold_sexprs
 from kbqa_lit.data.linking import ORACLE_PREFIX
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.cache import ExecutionCache
-from kbqa_lit.kb.loaders import ensure_store
-from kbqa_lit.kb.normalize import invert_labels
+from kbqa_lit.kb.lf.normalize import invert_labels
 from kbqa_lit.kb.store import is_endpoint, open_store
+from kbqa_lit.kb.store.cache import ExecutionCache
+from kbqa_lit.kb.store.loaders import ensure_store
 from kbqa_lit.metrics.answer_metrics import AnswerMetrics
 from kbqa_lit.metrics.functional import QuestionScore, score_question
 from kbqa_lit.metrics.lf_match import load_reverse_properties, logical_form_em

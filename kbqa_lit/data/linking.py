@@ -53,7 +53,7 @@ class Linker(Protocol):
 
 
 class IndexLinker:
-    """Link by the KB's surface-name index (:class:`~kbqa_lit.kb.entity_index.EntityIndex`).
+    """Link by the KB's surface-name index (:class:`~kbqa_lit.kb.index.entity_index.EntityIndex`).
 
     Args:
         index: The entity index (``EntityIndex.for_store(store)``).

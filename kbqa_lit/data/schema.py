@@ -6,7 +6,7 @@ the project are:
 
 - ``meta["semantics"]``: answer semantics for S-expression execution: ``"exclude-topic"``
   (WebQSP, synthetic), ``"exclude-source"`` (CWQ), ``"distinct-nodes"`` (GrailQA),
-  ``"simple-path"`` (MetaQA) or ``"plain"`` (PathQuestion); see :mod:`kbqa_lit.kb.semantics`.
+  ``"simple-path"`` (MetaQA) or ``"plain"`` (PathQuestion); see :mod:`kbqa_lit.kb.lf.semantics`.
 - ``meta["parses"]``: for WebQSP, every annotated parse as
   ``{"parse_id", "s_expression", "sparql", "answers": [Answer dicts]}``; metrics take the best.
 - ``meta["entity_labels"]``: ``{id: label}`` of the non-topic entities the gold logical form uses.

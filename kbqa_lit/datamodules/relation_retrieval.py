@@ -1,7 +1,7 @@
 """``RelationRetrievalDataModule``: (question, relation) groups for the relation cross-encoder.
 
 Per question, the positives are the gold relations of its gold S-expression
-(:func:`~kbqa_lit.kb.sexpr.schema_items`); each positive makes one training group
+(:func:`~kbqa_lit.kb.lf.sexpr.schema_items`); each positive makes one training group
 ``[positive, negative_1 .. negative_K]`` whose negatives come from the relation inventory:
 ``round(hard_negative_ratio * K)`` BM25-hard ones (the inventory's best BM25 matches of the
 question that are not gold) and random ones for the rest, drawn with a generator seeded by
@@ -37,8 +37,8 @@ from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.datamodules.samplers import UnrepeatedDistributedSampler
 from kbqa_lit.datamodules.split_files import SplitFilesMixin, canonical_split
 from kbqa_lit.errors import DataFormatError, KBQAError, UserInputError
-from kbqa_lit.kb.relation_inventory import BM25RelationRanker, RelationInventory, load_inventory
-from kbqa_lit.kb.sexpr import schema_items
+from kbqa_lit.kb.index.relation_inventory import BM25RelationRanker, RelationInventory, load_inventory
+from kbqa_lit.kb.lf.sexpr import schema_items
 
 log = logging.getLogger(__name__)
 

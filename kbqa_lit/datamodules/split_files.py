@@ -196,9 +196,9 @@ class SplitFilesMixin:
     def _linker(self) -> Linker | None:
         """The surface-name linker over ``linking_store`` (built once; ``None`` without a store)."""
         if self._linker_cache is None and self._linking_store:
-            from kbqa_lit.kb.entity_index import EntityIndex
-            from kbqa_lit.kb.loaders import ensure_store
+            from kbqa_lit.kb.index.entity_index import EntityIndex
             from kbqa_lit.kb.store import open_store
+            from kbqa_lit.kb.store.loaders import ensure_store
 
             if self._linking_build_from:
                 ensure_store(self._linking_store, self._linking_build_from)

@@ -1,12 +1,12 @@
 """A word-level incremental grammar of *normalised* S-expressions, for constrained decoding.
 
-A generator writes normalised S-expressions (:mod:`kbqa_lit.kb.normalize`) word by word:
+A generator writes normalised S-expressions (:mod:`kbqa_lit.kb.lf.normalize`) word by word:
 ``( join [ people , person , place of birth ] [E0] )``. :class:`SExprGrammar` follows those words
 with a pushdown automaton and says, after any prefix, which next words are allowed
 (:meth:`~SExprGrammar.options`: closed words plus open word classes such as "a number"), what a
 word leads to (:meth:`~SExprGrammar.step`, ``None`` when it is not allowed) and whether the
 expression is complete (:meth:`~SExprGrammar.complete`; only then may generation stop, and
-nothing may follow the end). It checks what :func:`kbqa_lit.kb.sexpr.parse_sexpr` checks:
+nothing may follow the end). It checks what :func:`kbqa_lit.kb.lf.sexpr.parse_sexpr` checks:
 balanced parentheses, each operator's arity and the kind of each argument (a set, a relation,
 ``( reverse relation )``, a relation path of ``ARGMAX``/comparisons, a literal), bracket content
 that spells a schema id where a relation or class stands, literals as the normaliser writes them
@@ -66,8 +66,8 @@ from kbqa_lit.kb.grammar_rules import (
     entity_bracket,
     word_options,
 )
-from kbqa_lit.kb.normalize import DATATYPE_WORDS, OPERATOR_WORDS
-from kbqa_lit.kb.sexpr import NUMBER_RE
+from kbqa_lit.kb.lf.normalize import DATATYPE_WORDS, OPERATOR_WORDS
+from kbqa_lit.kb.lf.sexpr import NUMBER_RE
 
 # --------------------------------------------------------------------------- the grammar
 

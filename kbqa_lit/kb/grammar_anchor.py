@@ -12,7 +12,7 @@ Elsewhere (``and``, comparisons, a join whose relation is not known yet) every g
 allowed. So a decoder that has written a relation the linked entities do not have must open a
 nested expression instead, ``( join ( reverse [ ... place of birth ] ) ( join ( reverse [ r2 ] ) [E0] ) )``,
 and there the inner relation is anchored in turn. The edges come from the store
-(:func:`kbqa_lit.kb.entity_index.relation_edges`), for the question's linked entities only.
+(:func:`kbqa_lit.kb.index.entity_index.relation_edges`), for the question's linked entities only.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kbqa_lit.kb.grammar_rules import Context, EntityRules, RoleVocab
-from kbqa_lit.kb.normalize import schema_to_words
+from kbqa_lit.kb.lf.normalize import schema_to_words
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,8 @@ from typing import Literal
 
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.grammar_rules import Context, PhraseVocab, RoleVocab, WordOptions, word_options
-from kbqa_lit.kb.normalize import schema_to_words
-from kbqa_lit.kb.sexpr import base_relation
+from kbqa_lit.kb.lf.normalize import schema_to_words
+from kbqa_lit.kb.lf.sexpr import base_relation
 
 PAIR_MODES = ("trie", "bag")
 

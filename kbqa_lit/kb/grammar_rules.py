@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
-from kbqa_lit.kb.normalize import _label_usable, schema_to_words
+from kbqa_lit.kb.lf.normalize import _label_usable, schema_to_words
 
 State = Hashable
 Context = tuple[tuple[str, tuple[tuple[int, str, str], ...]], ...]
@@ -259,7 +259,7 @@ class SchemaRules:
 
     Args:
         relations: Relation ids (``people.person.place_of_birth``), e.g. a store's
-            :class:`~kbqa_lit.kb.relation_inventory.RelationInventory`.
+            :class:`~kbqa_lit.kb.index.relation_inventory.RelationInventory`.
         classes: Class ids; ``None`` leaves classes to the earlier rules.
     """
 

@@ -15,7 +15,7 @@ Everything else (entity ids, literals as written, classes, operator structure) m
 Like GrailQA's graph-based EM, this compares the query graphs the expressions denote.
 
 This module sits next to the torch-only metrics but needs the S-expression parser; it may import
-:mod:`kbqa_lit.kb.sexpr`, the ground floor.
+:mod:`kbqa_lit.kb.lf.sexpr`, the ground floor.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kbqa_lit.errors import DataFormatError, SExprError
-from kbqa_lit.kb.sexpr import COMPARATORS, Atom, Call, SExpr, parse_sexpr
+from kbqa_lit.kb.lf.sexpr import COMPARATORS, Atom, Call, SExpr, parse_sexpr
 
 __all__ = ["canonical_form", "load_reverse_properties", "logical_form_em"]
 

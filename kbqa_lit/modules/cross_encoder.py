@@ -34,7 +34,7 @@ from transformers import AutoConfig, AutoModel, PreTrainedTokenizerBase
 
 from kbqa_lit.backbones.common import tokenizer_files, tokenizer_from_files
 from kbqa_lit.backbones.encoders import MINILM, build_encoder, build_encoder_tokenizer, masked_mean
-from kbqa_lit.kb.normalize import schema_to_words
+from kbqa_lit.kb.lf.normalize import schema_to_words
 from kbqa_lit.modules.training_setup import allow_offloaded_torch_optimizer, decay_groups, warmup_schedule
 
 log = logging.getLogger(__name__)
@@ -199,7 +199,7 @@ class CrossEncoderRetriever(LightningModule):
     ) -> list[tuple[str, float]]:
         """The ``top_l`` best ``(relation, score)`` pairs of ``inventory``, best first.
 
-        ``inventory`` is a :class:`~kbqa_lit.kb.relation_inventory.RelationInventory`, a BM25
+        ``inventory`` is a :class:`~kbqa_lit.kb.index.relation_inventory.RelationInventory`, a BM25
         pre-filtered list, or any relation ids.
         """
         rels = list(dict.fromkeys(inventory))

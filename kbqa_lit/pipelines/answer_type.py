@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from kbqa_lit.backbones.common import MINILM
 from kbqa_lit.backbones.sentence_encoder import CachedEmbeddings
 from kbqa_lit.errors import StoreError, UserInputError
-from kbqa_lit.kb.iri import NS, TYPE_RELATION, is_entity_id, local_id
-from kbqa_lit.kb.normalize import schema_name
-from kbqa_lit.kb.relation_inventory import store_classes
+from kbqa_lit.kb.index.relation_inventory import store_classes
+from kbqa_lit.kb.lf.iri import NS, TYPE_RELATION, is_entity_id, local_id
+from kbqa_lit.kb.lf.normalize import schema_name
 
 #: Words that end an answer noun phrase (auxiliaries, prepositions, determiners, pronouns).
 _STOPS = frozenset(

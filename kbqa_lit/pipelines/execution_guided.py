@@ -42,12 +42,12 @@ from itertools import islice
 from typing import Any
 
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.execute import execute_many
-from kbqa_lit.kb.iri import NAME_RELATION, NS
-from kbqa_lit.kb.loaders import escape_literal
-from kbqa_lit.kb.normalize import denormalize_sexpr
-from kbqa_lit.kb.sparql import SEMANTICS, sexpr_to_sparql
+from kbqa_lit.kb.lf.iri import NAME_RELATION, NS
+from kbqa_lit.kb.lf.normalize import denormalize_sexpr
+from kbqa_lit.kb.lf.sparql import SEMANTICS, sexpr_to_sparql
 from kbqa_lit.kb.store import ExecutionResult, KnowledgeBase
+from kbqa_lit.kb.store.execute import execute_many
+from kbqa_lit.kb.store.loaders import escape_literal
 
 #: Separator of several answers in a generated answer text.
 ANSWER_SEPARATOR = " | "

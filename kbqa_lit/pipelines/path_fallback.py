@@ -6,7 +6,7 @@ used (the synthetic world's zero-shot questions), and often drops a hop it has n
 generated text), :class:`PathFallback` looks at what the KB has around the linked entities:
 
 1. every one- and two-hop relation path from each linked entity
-   (:func:`~kbqa_lit.kb.paths.relation_paths`; executable by construction);
+   (:func:`~kbqa_lit.kb.index.paths.relation_paths`; executable by construction);
 2. each path as words, its relations' last two segments joined
    (``music.album.artist`` then ``people.person.place_of_birth`` → ``album artist person place of birth``);
 3. the cosine between a pretrained sentence encoder's embedding of the question (the linked
@@ -37,8 +37,8 @@ import torch
 from kbqa_lit.backbones.common import MINILM
 from kbqa_lit.backbones.sentence_encoder import CachedEmbeddings, SentenceEncoder
 from kbqa_lit.errors import StoreError, UserInputError
-from kbqa_lit.kb.chains import chain_from_sexpr
-from kbqa_lit.kb.paths import RelationPath, mediator_paths, relation_paths
+from kbqa_lit.kb.index.paths import RelationPath, mediator_paths, relation_paths
+from kbqa_lit.kb.lf.chains import chain_from_sexpr
 from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector, Selection, fallback_answers
 
 _COUNT = re.compile(r"^\s*\(\s*count\b", re.IGNORECASE)
@@ -117,7 +117,7 @@ class PathFallback:
         """The paths of each entity in order, and the errors of entities whose paths could not be read.
 
         With ``mediators``, each entity's three-hop paths through a nameless node
-        (:func:`~kbqa_lit.kb.paths.mediator_paths`) follow its one- and two-hop ones.
+        (:func:`~kbqa_lit.kb.index.paths.mediator_paths`) follow its one- and two-hop ones.
         """
         out: list[RelationPath] = []
         errors: list[str] = []

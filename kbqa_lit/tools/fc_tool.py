@@ -36,8 +36,8 @@ def _open_kb(kb: dict[str, Any]) -> Any:
     Raises:
         UserInputError: Without ``kb.store``.
     """
-    from kbqa_lit.kb.loaders import ensure_store
     from kbqa_lit.kb.store import open_store
+    from kbqa_lit.kb.store.loaders import ensure_store
 
     if not kb["store"]:
         raise UserInputError("the FC config needs kb.store")

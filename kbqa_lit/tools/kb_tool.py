@@ -54,7 +54,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         DataFormatError: For a malformed line in an input file.
 
     """
-    from kbqa_lit.kb.loaders import build_store
+    from kbqa_lit.kb.store.loaders import build_store
 
     missing = [f for f in args.files if not Path(f).is_file()]
     if missing:
@@ -104,7 +104,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def _virtuoso_server(args: argparse.Namespace) -> Any:
-    from kbqa_lit.kb.virtuoso import VirtuosoServer
+    from kbqa_lit.kb.virtuoso.server import VirtuosoServer
 
     state = VirtuosoServer(args.dir).read_state() if Path(args.dir).is_dir() else {}
     try:
@@ -217,7 +217,7 @@ def cmd_stop_virtuoso(args: argparse.Namespace) -> int:
         UserInputError: When ``--dir`` is not a Virtuoso directory made by ``serve-virtuoso``.
 
     """
-    from kbqa_lit.kb.virtuoso import INI_FILE, STATE_FILE, VirtuosoServer
+    from kbqa_lit.kb.virtuoso.server import INI_FILE, STATE_FILE, VirtuosoServer
 
     directory = Path(args.dir)
     if not (directory / STATE_FILE).is_file() and not (directory / INI_FILE).is_file():

@@ -49,7 +49,7 @@ def cmd_reasoning_data(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from kbqa_lit.data.schema import read_jsonl
-    from kbqa_lit.kb.entity_index import EntityIndex
+    from kbqa_lit.kb.index.entity_index import EntityIndex
     from kbqa_lit.kb.store import open_store
     from kbqa_lit.pipelines.keqing.reasoning_data import reasoning_rows
     from kbqa_lit.pipelines.keqing.retrieval import ChainExecutor

@@ -1,7 +1,7 @@
 """``kbqa retrieve``: CoQ step 2a candidates written into common-schema JSON lines.
 
 - ``kbqa retrieve entities --store DIR --input F.jsonl --out F.jsonl [--top-l 10]`` links each
-  question with :class:`~kbqa_lit.kb.entity_index.EntityIndex` (built once, persisted next to the
+  question with :class:`~kbqa_lit.kb.index.entity_index.EntityIndex` (built once, persisted next to the
   store) and writes ``meta["entity_candidates"]`` ``{id: label}`` in rank order,
   ``meta["entity_candidate_scores"]`` ``{id: score}`` and ``meta["entity_relations"]``
   ``{id: [1-hop relation ids]}``.
@@ -50,7 +50,7 @@ def _gold_entities(ex: KBQAExample) -> list[str]:
     if ex.topic_entities:
         return list(ex.topic_entities)
     if ex.s_expression:
-        from kbqa_lit.kb.sexpr import schema_items
+        from kbqa_lit.kb.lf.sexpr import schema_items
 
         try:
             return list(schema_items(ex.s_expression).entities)
@@ -113,7 +113,7 @@ class _Recall:
         self.n = 0
 
     def add(self, gold: list[str], ranked: list[str]) -> None:
-        from kbqa_lit.kb.relation_inventory import recall_at
+        from kbqa_lit.kb.index.relation_inventory import recall_at
 
         if gold:
             self.n += 1
@@ -129,7 +129,7 @@ class _Recall:
 
 def run_entities(args: argparse.Namespace) -> int:
     """Handle ``kbqa retrieve entities``."""
-    from kbqa_lit.kb.entity_index import EntityIndex
+    from kbqa_lit.kb.index.entity_index import EntityIndex
 
     examples = _read_examples(args.input)
     t0 = time.perf_counter()
@@ -168,7 +168,7 @@ def run_entities(args: argparse.Namespace) -> int:
 def run_relations(args: argparse.Namespace) -> int:
     """Handle ``kbqa retrieve relations``."""
     from kbqa_lit.datamodules.relation_retrieval import gold_relations
-    from kbqa_lit.kb.relation_inventory import BM25RelationRanker, RelationInventory, load_inventory
+    from kbqa_lit.kb.index.relation_inventory import BM25RelationRanker, RelationInventory, load_inventory
     from kbqa_lit.modules.checkpoint_loading import load_module_checkpoint
     from kbqa_lit.modules.cross_encoder import CrossEncoderRetriever
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import SExprError, UserInputError
-from kbqa_lit.kb.semantics import ALIASES, SEMANTICS, SEMANTICS_NAMES, TIES, resolve_semantics
-from kbqa_lit.kb.sparql import sexpr_to_sparql
+from kbqa_lit.kb.lf.semantics import ALIASES, SEMANTICS, SEMANTICS_NAMES, TIES, resolve_semantics
+from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
 from kbqa_lit.tools.common import print_json, write_json_lines_atomic
 
 
@@ -68,7 +68,7 @@ def _check_args(args: argparse.Namespace) -> None:
         args.ties = "first"
     args.onto = None
     if args.ontology:
-        from kbqa_lit.kb.ontology import Ontology
+        from kbqa_lit.kb.lf.ontology import Ontology
 
         if not Path(args.ontology).is_dir():
             raise UserInputError(f"no such ontology folder: {args.ontology}")

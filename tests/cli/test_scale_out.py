@@ -82,7 +82,7 @@ def test_deepspeed_cpu_yaml_builds_the_cpu_strategy() -> None:
 def slice_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The synthetic world, its store, and a 33-question dev slice (train.jsonl: its first 32)."""
     from kbqa_lit.data.synthetic import build_world
-    from kbqa_lit.kb.loaders import build_store
+    from kbqa_lit.kb.store.loaders import build_store
 
     root = tmp_path_factory.mktemp("scale_out")
     build_world(root / "world", seed=0, size="small")

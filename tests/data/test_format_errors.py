@@ -17,7 +17,7 @@ from kbqa_lit.data.formats import (
 )
 from kbqa_lit.data.schema import Answer
 from kbqa_lit.errors import DataFormatError
-from kbqa_lit.kb.iri import entity_id_for_name
+from kbqa_lit.kb.lf.iri import entity_id_for_name
 
 OFFICIAL = {
     "Version": "1.0",

@@ -20,7 +20,7 @@ from kbqa_lit.data.formats import (
 )
 from kbqa_lit.data.schema import SEMANTICS, Answer
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.iri import entity_id_for_name, is_entity_id
+from kbqa_lit.kb.lf.iri import entity_id_for_name, is_entity_id
 from tests.helpers.shared_data import SHARED_CHECKS
 from tests.helpers.shared_data import shared_path as data_file
 

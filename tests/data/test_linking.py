@@ -15,7 +15,7 @@ from kbqa_lit.data.linking import (
 )
 from kbqa_lit.data.schema import Answer, KBQAExample
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.entity_index import EntityIndex
+from kbqa_lit.kb.index.entity_index import EntityIndex
 
 INDEX = EntityIndex(
     {"m.ada": ("Ada Lovelace", 9), "m.ada2": ("Ada Lovelace", 2), "m.lon": ("London", 30), "m.par": ("Paris", 20)}

@@ -1,6 +1,6 @@
 """MetaQA: the derived S-expressions, walked over kb.txt with simple paths, give the gold answers.
 
-A pure-Python check (dict-of-sets over kb.txt, ids minted with kbqa_lit.kb.iri) that needs no
+A pure-Python check (dict-of-sets over kb.txt, ids minted with kbqa_lit.kb.lf.iri) that needs no
 store: for every `exact` dev line, the relation path read back from the S-expression reproduces
 exactly the gold answer ids, with no node repeated along the path (topic included).
 """
@@ -16,7 +16,7 @@ import pytest
 
 from kbqa_lit.data.formats import read_metaqa
 from kbqa_lit.data.formats.metaqa import qtype_to_sexpr
-from kbqa_lit.kb.iri import entity_id_for_name, relation_id_for
+from kbqa_lit.kb.lf.iri import entity_id_for_name, relation_id_for
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 METAQA = DATA / "metaqa"

@@ -16,11 +16,11 @@ from kbqa_lit.data.synthetic.splits import TrainCoverage, generalization_level
 from kbqa_lit.data.synthetic.templates import FUNCTIONS
 from kbqa_lit.data.synthetic.world_schema import CLASS_BY_ID, RELATION_BY_ID
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.execute import run_sexpr
-from kbqa_lit.kb.iri import NS, XSD, is_entity_id
-from kbqa_lit.kb.loaders import build_store
-from kbqa_lit.kb.sexpr import parse_sexpr, schema_items
+from kbqa_lit.kb.lf.iri import NS, XSD, is_entity_id
+from kbqa_lit.kb.lf.sexpr import parse_sexpr, schema_items
 from kbqa_lit.kb.store import OxigraphStore
+from kbqa_lit.kb.store.execute import run_sexpr
+from kbqa_lit.kb.store.loaders import build_store
 
 FILES = ("kb.nt", "schema.json", "train.jsonl", "dev.jsonl", "test.jsonl")
 SPLITS = ("train", "dev", "test")

@@ -18,8 +18,8 @@ import pytest
 
 from kbqa_lit.data.schema import read_jsonl
 from kbqa_lit.data.synthetic import build_world
-from kbqa_lit.kb.iri import NS
-from kbqa_lit.kb.sexpr import Atom, Call, SExpr, parse_sexpr
+from kbqa_lit.kb.lf.iri import NS
+from kbqa_lit.kb.lf.sexpr import Atom, Call, SExpr, parse_sexpr
 
 _NT = re.compile(r'^<([^>]*)> <([^>]*)> (?:<([^>]*)>|("(?:[^"\\]|\\.)*")(?:@en|\^\^<([^>]*)>)) \.$')
 NOW_YEAR = "2015"

@@ -8,7 +8,7 @@ import pytest
 
 from kbqa_lit.datamodules.relation_retrieval import RelationRetrievalDataModule, gold_relations
 from kbqa_lit.errors import DataFormatError, UserInputError
-from kbqa_lit.kb.iri import relation_id_for
+from kbqa_lit.kb.lf.iri import relation_id_for
 from tests.helpers.shared_data import shared_path
 
 

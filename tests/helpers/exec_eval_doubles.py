@@ -21,8 +21,8 @@ from torch.utils.data import DataLoader
 from kbqa_lit.callbacks.execution_eval import ExecutionGuidedEval
 from kbqa_lit.data.schema import Answer, KBQAExample
 from kbqa_lit.datamodules.samplers import UnrepeatedDistributedSampler
-from kbqa_lit.kb.loaders import build_store
-from kbqa_lit.kb.normalize import normalize_sexpr
+from kbqa_lit.kb.lf.normalize import normalize_sexpr
+from kbqa_lit.kb.store.loaders import build_store
 
 NS = "http://rdf.freebase.com/ns/"
 LABELS = {"m.a": "Alpha", "m.b": "Beta", "m.d1": "Dee One", "m.d2": "Dee Two", "m.us": "Usland"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kbqa_lit.kb.loaders import build_store
+from kbqa_lit.kb.store.loaders import build_store
 
 NS = "http://rdf.freebase.com/ns/"
 TRIPLES = [

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from kbqa_lit.data.schema import KBQAExample, read_jsonl, write_jsonl
 from kbqa_lit.data.synthetic import build_world
-from kbqa_lit.kb.normalize import schema_to_words
-from kbqa_lit.kb.sexpr import schema_items
+from kbqa_lit.kb.lf.normalize import schema_to_words
+from kbqa_lit.kb.lf.sexpr import schema_items
 from kbqa_lit.pipelines.coq.decomposition.parser import parse_decomposition, render_schema
 from kbqa_lit.pipelines.coq.decomposition.variants import gold_decomposition, write_fields
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from kbqa_lit.errors import StoreError
-from kbqa_lit.kb.cache import ExecutionCache, LRUCache
-from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.kb.store import ExecutionResult, OxigraphStore
+from kbqa_lit.kb.store.cache import ExecutionCache, LRUCache
+from kbqa_lit.kb.store.loaders import build_store
 
 NS = "http://rdf.freebase.com/ns/"
 QUERY = f"SELECT ?x WHERE {{ <{NS}m.a> <{NS}film.film.directed_by> ?x }}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kbqa_lit.kb.chains import Hop, chain_from_sexpr, chain_text, chain_to_sexpr, parse_chain
+from kbqa_lit.kb.lf.chains import Hop, chain_from_sexpr, chain_text, chain_to_sexpr, parse_chain
 
 
 def test_join_chain_reads_from_the_seed_outwards():

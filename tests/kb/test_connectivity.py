@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kbqa_lit.kb.connectivity import Connectivity, RelationChains, TypedRelations, chain_ask_query
-from kbqa_lit.kb.loaders import build_store
+from kbqa_lit.kb.index.connectivity import Connectivity, RelationChains, TypedRelations, chain_ask_query
 from kbqa_lit.kb.store import open_store
+from kbqa_lit.kb.store.loaders import build_store
 
 NS = "http://rdf.freebase.com/ns/"
 TRIPLES = [

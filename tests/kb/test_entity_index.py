@@ -6,10 +6,10 @@ import pytest
 
 from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.errors import StoreError
-from kbqa_lit.kb.entity_index import EntityIndex, index_cache_path, normalize_surface, relation_edges
-from kbqa_lit.kb.iri import ALIAS_RELATION, NAME_RELATION
-from kbqa_lit.kb.loaders import build_store
+from kbqa_lit.kb.index.entity_index import EntityIndex, index_cache_path, normalize_surface, relation_edges
+from kbqa_lit.kb.lf.iri import ALIAS_RELATION, NAME_RELATION
 from kbqa_lit.kb.store import open_store
+from kbqa_lit.kb.store.loaders import build_store
 
 NS = "http://rdf.freebase.com/ns/"
 

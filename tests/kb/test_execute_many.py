@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from kbqa_lit.kb.cache import ExecutionCache
-from kbqa_lit.kb.execute import execute_many
-from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.kb.store import BatchKnowledgeBase, ExecutionResult, KnowledgeBase, OxigraphStore
+from kbqa_lit.kb.store.cache import ExecutionCache
+from kbqa_lit.kb.store.execute import execute_many
+from kbqa_lit.kb.store.loaders import build_store
 from tests.kb.test_store import KB_NT, NS, PATHOLOGICAL
 
 DIRECTORS = f"SELECT DISTINCT ?x WHERE {{ ?m <{NS}film.film.directed_by> ?x }} ORDER BY ?x"

@@ -8,9 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from kbqa_lit.data.formats import read_metaqa, read_pathquestion
-from kbqa_lit.kb.execute import run_sexpr
-from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.kb.store import OxigraphStore
+from kbqa_lit.kb.store.execute import run_sexpr
+from kbqa_lit.kb.store.loaders import build_store
 from tests.helpers.shared_data import SHARED_DATA, shared_path
 
 CHECKS = SHARED_DATA.parent / "checks"
@@ -55,7 +55,7 @@ def test_grailqa_function_free_questions_agree_with_a_reference_evaluator(tmp_pa
         fwd.setdefault((s, r), set()).add(o)
         bwd.setdefault((o, r), set()).add(s)
 
-    from kbqa_lit.kb.sexpr import Atom, Call, parse_sexpr
+    from kbqa_lit.kb.lf.sexpr import Atom, Call, parse_sexpr
 
     def ev(node, consts):
         if isinstance(node, Atom):

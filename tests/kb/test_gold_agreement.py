@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from kbqa_lit.kb.gold_agreement import agree, agreement, gold_pattern, load_gold_pairs, normalise_gold, random_kb
-from kbqa_lit.kb.iri import NS
-from kbqa_lit.kb.ontology import Ontology
-from kbqa_lit.kb.sparql import sexpr_to_sparql
+from kbqa_lit.kb.lf.gold_agreement import agree, agreement, gold_pattern, load_gold_pairs, normalise_gold, random_kb
+from kbqa_lit.kb.lf.iri import NS
+from kbqa_lit.kb.lf.ontology import Ontology
+from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
 from tests.helpers.shared_data import shared_path
 
 CWQ_GOLD = """PREFIX ns: <http://rdf.freebase.com/ns/>

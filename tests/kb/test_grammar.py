@@ -16,8 +16,8 @@ from kbqa_lit.kb.grammar import (
     WordOptions,
     entity_bracket,
 )
-from kbqa_lit.kb.normalize import denormalize_sexpr, invert_labels, normalize_sexpr
-from kbqa_lit.kb.sexpr import parse_sexpr, schema_items
+from kbqa_lit.kb.lf.normalize import denormalize_sexpr, invert_labels, normalize_sexpr
+from kbqa_lit.kb.lf.sexpr import parse_sexpr, schema_items
 
 SLOTS = [f"[E{k}]" for k in range(8)]
 BASE = SExprGrammar([BaseRules(SLOTS)])

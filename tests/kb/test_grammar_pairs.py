@@ -14,7 +14,7 @@ from kbqa_lit.backbones.seq2seq import build_seq2seq, build_tokenizer
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.grammar import BaseRules, SExprGrammar
 from kbqa_lit.kb.grammar_pairs import PairRules
-from kbqa_lit.kb.normalize import schema_to_words
+from kbqa_lit.kb.lf.normalize import schema_to_words
 from tests.helpers.tiny import TINY_T5
 
 SLOTS = ("[E0]", "[E1]")

@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kbqa_lit.errors import DataFormatError, StoreError, UserInputError
-from kbqa_lit.kb.iri import entity_id_for_name, relation_id_for
-from kbqa_lit.kb.loaders import (
+from kbqa_lit.kb.lf.iri import entity_id_for_name, relation_id_for
+from kbqa_lit.kb.store import OxigraphStore
+from kbqa_lit.kb.store.loaders import (
     build_store,
     escape_literal,
     fb_iri,
@@ -19,7 +20,6 @@ from kbqa_lit.kb.loaders import (
     literal_nt,
     write_ntriples,
 )
-from kbqa_lit.kb.store import OxigraphStore
 from tests.helpers.shared_data import shared_path as data_file
 
 NS = "http://rdf.freebase.com/ns/"

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.normalize import (
+from kbqa_lit.kb.lf.normalize import (
     denormalize_all,
     denormalize_sexpr,
     invert_labels,
@@ -21,7 +21,7 @@ from kbqa_lit.kb.normalize import (
     schema_to_words,
     words_to_schema,
 )
-from kbqa_lit.kb.sexpr import ENTITY_RE, Atom, Role, atoms_with_roles, map_atoms, parse_sexpr, to_sexpr_string
+from kbqa_lit.kb.lf.sexpr import ENTITY_RE, Atom, Role, atoms_with_roles, map_atoms, parse_sexpr, to_sexpr_string
 from tests.helpers.sexpr_strategies import sexpr_text
 
 XSD = "http://www.w3.org/2001/XMLSchema#"

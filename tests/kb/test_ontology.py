@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kbqa_lit.errors import DataFormatError
-from kbqa_lit.kb.ontology import Ontology
+from kbqa_lit.kb.lf.ontology import Ontology
 from tests.helpers.shared_data import SHARED_DATA
 
 ONTOLOGY_DIR = SHARED_DATA / "ontology"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.chains import Hop
-from kbqa_lit.kb.paths import relation_paths
-from kbqa_lit.kb.sparql import sexpr_to_sparql
+from kbqa_lit.kb.index.paths import relation_paths
+from kbqa_lit.kb.lf.chains import Hop
+from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
 from kbqa_lit.kb.store import open_store
 from tests.helpers.music_kb import build_music_store
 
@@ -50,7 +50,7 @@ def test_one_hop_only_the_order_and_bad_settings(store) -> None:
 
 
 def test_three_hop_paths_only_through_a_nameless_node(tmp_path: pytest.TempPathFactory) -> None:
-    from kbqa_lit.kb.paths import mediator_paths
+    from kbqa_lit.kb.index.paths import mediator_paths
 
     with open_store(build_music_store(tmp_path, studies=True)) as kb:
         paths = {p.sexpr: p for p in mediator_paths(kb, "m.p1")}

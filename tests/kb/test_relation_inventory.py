@@ -8,8 +8,7 @@ import pytest
 
 from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.errors import DataFormatError, UserInputError
-from kbqa_lit.kb.loaders import build_store
-from kbqa_lit.kb.relation_inventory import (
+from kbqa_lit.kb.index.relation_inventory import (
     BM25RelationRanker,
     RelationInventory,
     inventory_cache_path,
@@ -17,6 +16,7 @@ from kbqa_lit.kb.relation_inventory import (
     recall_at,
 )
 from kbqa_lit.kb.store import open_store
+from kbqa_lit.kb.store.loaders import build_store
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def test_store_inventory_excludes_plumbing_and_is_cached(world, inventory):
 
 def test_inventory_covers_every_gold_relation(world, inventory):
     from kbqa_lit.data.schema import read_jsonl
-    from kbqa_lit.kb.sexpr import schema_items
+    from kbqa_lit.kb.lf.sexpr import schema_items
 
     gold = {r for ex in read_jsonl(world / "world" / "test.jsonl") for r in schema_items(ex.s_expression).relations}
     assert gold and gold <= set(inventory.relations)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.sexpr import Atom, Call, parse_sexpr, schema_items, skeleton, to_sexpr_string
+from kbqa_lit.kb.lf.sexpr import Atom, Call, parse_sexpr, schema_items, skeleton, to_sexpr_string
 from tests.helpers.sexpr_strategies import sexpr_text
 
 GOLD_COUNTS = {"grailqa": 3745, "webqsp": 2779, "cwq": 1710}

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.iri import NS
-from kbqa_lit.kb.sparql import SEMANTICS, sexpr_to_sparql
+from kbqa_lit.kb.lf.iri import NS
+from kbqa_lit.kb.lf.sparql import SEMANTICS, sexpr_to_sparql
 from tests.helpers.sexpr_strategies import sexpr_text
 
 XSD = "http://www.w3.org/2001/XMLSchema#"

@@ -12,10 +12,10 @@ import pyoxigraph as ox
 import pytest
 
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.iri import NS
-from kbqa_lit.kb.ontology import Ontology
-from kbqa_lit.kb.semantics import ALIASES, SEMANTICS_NAMES
-from kbqa_lit.kb.sparql import sexpr_to_sparql
+from kbqa_lit.kb.lf.iri import NS
+from kbqa_lit.kb.lf.ontology import Ontology
+from kbqa_lit.kb.lf.semantics import ALIASES, SEMANTICS_NAMES
+from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 

@@ -19,8 +19,6 @@ import pyoxigraph
 import pytest
 
 from kbqa_lit.errors import EndpointUnreachableError, StoreError
-from kbqa_lit.kb.cache import ExecutionCache
-from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.kb.store import (
     EndpointStore,
     ExecutionResult,
@@ -29,6 +27,8 @@ from kbqa_lit.kb.store import (
     open_store,
     update_keyword,
 )
+from kbqa_lit.kb.store.cache import ExecutionCache
+from kbqa_lit.kb.store.loaders import build_store
 
 NS = "http://rdf.freebase.com/ns/"
 XSD = "http://www.w3.org/2001/XMLSchema#"

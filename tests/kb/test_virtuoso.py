@@ -28,13 +28,13 @@ from kbqa_lit.data.formats.synthetic import read_synthetic
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.errors import StoreError
-from kbqa_lit.kb.loaders import build_store
-from kbqa_lit.kb.normalize import invert_labels, normalize_sexpr
-from kbqa_lit.kb.ontology import Ontology
-from kbqa_lit.kb.sexpr import Atom, map_atoms, parse_sexpr, schema_items
-from kbqa_lit.kb.sparql import sexpr_to_sparql
+from kbqa_lit.kb.lf.normalize import invert_labels, normalize_sexpr
+from kbqa_lit.kb.lf.ontology import Ontology
+from kbqa_lit.kb.lf.sexpr import Atom, map_atoms, parse_sexpr, schema_items
+from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
 from kbqa_lit.kb.store import EndpointStore, OxigraphStore
-from kbqa_lit.kb.virtuoso import (
+from kbqa_lit.kb.store.loaders import build_store
+from kbqa_lit.kb.virtuoso.server import (
     INSTALL_HINT,
     VirtuosoServer,
     buffers_for,
@@ -514,7 +514,7 @@ def test_relation_paths_are_the_same_on_virtuoso_and_oxigraph(
     examples: list[KBQAExample], virtuoso: EndpointStore, oxigraph: OxigraphStore
 ) -> None:
     """The path fallback's one query per entity (UNION, OPTIONAL, COALESCE, CONCAT) reads the same paths."""
-    from kbqa_lit.kb.paths import relation_paths
+    from kbqa_lit.kb.index.paths import relation_paths
 
     entities = list(dict.fromkeys(e for ex in examples[:40] for e in ex.topic_entities))[:12]
     assert len(entities) == 12
@@ -530,7 +530,7 @@ def test_mediator_paths_and_answer_classes_are_the_same_on_virtuoso_and_oxigraph
     examples: list[KBQAExample], virtuoso: EndpointStore, oxigraph: OxigraphStore
 ) -> None:
     """The answer-type check's queries (NOT EXISTS in a FILTER's ||, NOT IN, VALUES) read the same on both stores."""
-    from kbqa_lit.kb.paths import mediator_paths
+    from kbqa_lit.kb.index.paths import mediator_paths
     from kbqa_lit.pipelines.answer_type import AnswerTypes
 
     entities = list(dict.fromkeys(e for ex in examples[:40] for e in ex.topic_entities))[:12]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kbqa_lit.errors import DataFormatError, SExprError
-from kbqa_lit.kb.sexpr import Atom, Call, SExpr, parse_sexpr, to_sexpr_string
+from kbqa_lit.kb.lf.sexpr import Atom, Call, SExpr, parse_sexpr, to_sexpr_string
 from kbqa_lit.metrics import canonical_form, load_reverse_properties, logical_form_em
 from tests.helpers.shared_data import shared_path as _data
 

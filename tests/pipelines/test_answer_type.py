@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.normalize import schema_name
+from kbqa_lit.kb.lf.normalize import schema_name
 from kbqa_lit.kb.store import open_store
 from kbqa_lit.pipelines.answer_type import AnswerNoun, AnswerTypes, answer_noun, counted
 from tests.helpers.music_kb import build_music_store

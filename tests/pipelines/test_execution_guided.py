@@ -15,9 +15,9 @@ from urllib.parse import parse_qs
 import pyoxigraph
 import pytest
 
-from kbqa_lit.kb.loaders import build_store
-from kbqa_lit.kb.normalize import invert_labels, normalize_sexpr
+from kbqa_lit.kb.lf.normalize import invert_labels, normalize_sexpr
 from kbqa_lit.kb.store import EndpointStore, ExecutionResult, OxigraphStore
+from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.pipelines.execution_guided import (
     ExecutionGuidedSelector,
     KBNameLookup,

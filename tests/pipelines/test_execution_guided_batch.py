@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kbqa_lit.kb.normalize import normalize_sexpr
+from kbqa_lit.kb.lf.normalize import normalize_sexpr
 from kbqa_lit.kb.store import OxigraphStore
 from kbqa_lit.pipelines.execution_guided import DEFAULT_CHUNKS, ExecutionGuidedSelector, KBNameLookup
 from tests.pipelines.test_execution_guided import (

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kbqa_lit.cli import main
-from kbqa_lit.kb.iri import entity_id_for_name, relation_id_for
+from kbqa_lit.kb.lf.iri import entity_id_for_name, relation_id_for
 
 NS = "http://rdf.freebase.com/ns/"
 KB = "Up|directed_by|Pete Docter\nUp|release_year|2009\nCars|directed_by|John Lasseter\n"

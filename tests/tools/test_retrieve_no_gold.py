@@ -18,7 +18,7 @@ import pytest
 from kbqa_lit.cli import main
 from kbqa_lit.data.schema import read_jsonl
 from kbqa_lit.datamodules.relation_retrieval import RelationRetrievalDataModule
-from kbqa_lit.kb.loaders import build_store
+from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.modules.cross_encoder import CrossEncoderRetriever
 from tests.helpers.no_gold import assert_same_predictions, stage_world, write_full_and_stripped
 from tests.helpers.tiny import TINY_BERT

@@ -10,7 +10,7 @@ import pytest
 from kbqa_lit.cli import main
 from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.datamodules.relation_retrieval import RelationRetrievalDataModule
-from kbqa_lit.kb.loaders import build_store
+from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.modules.cross_encoder import CrossEncoderRetriever
 from tests.helpers.foreign_checkpoints import write_foreign_checkpoint, write_not_a_checkpoint
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kbqa_lit.cli import build_parser, main
-from kbqa_lit.kb.semantics import SEMANTICS_NAMES
-from kbqa_lit.kb.sparql import sexpr_to_sparql
+from kbqa_lit.kb.lf.semantics import SEMANTICS_NAMES
+from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
 
 EXPR = "(JOIN (R location.country.official_language) (JOIN location.country.national_anthem m.0a))"
 ARGMAX = "(ARGMAX (JOIN (R a.b.c) m.0a) a.b.size)"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from kbqa_lit.cli import main
-from kbqa_lit.kb.virtuoso import free_port
+from kbqa_lit.kb.virtuoso.server import free_port
 
 
 @pytest.fixture()

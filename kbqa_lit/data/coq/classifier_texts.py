@@ -6,7 +6,7 @@
     Entity Classification: q ; D ; Justin Bieber | people , person , place of birth | ...
 
 ``D`` is the decomposition (or one sub-chain of it; left out when empty). Relations are written
-as words (:func:`~kbqa_lit.kb.normalize.schema_to_words`). Used by the datamodule that builds
+as words (:func:`~kbqa_lit.kb.lf.normalize.schema_to_words`). Used by the datamodule that builds
 training items, by the classifier's inference API and by pattern scoring, so the three agree.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from kbqa_lit.kb.normalize import schema_to_words
+from kbqa_lit.kb.lf.normalize import schema_to_words
 
 REL_PREFIX = "Relation Classification: "
 ENT_PREFIX = "Entity Classification: "

@@ -32,8 +32,8 @@ from typing import Any
 from kbqa_lit.data.entity_slots import mask_lf, mask_text, topic_slots
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.normalize import normalize_sexpr, schema_to_words
-from kbqa_lit.kb.sexpr import Atom, Call, SExpr, parse_sexpr
+from kbqa_lit.kb.lf.normalize import normalize_sexpr, schema_to_words
+from kbqa_lit.kb.lf.sexpr import Atom, Call, SExpr, parse_sexpr
 
 LF_PREFIX = "Translate to S-expression: "
 ANSWER_PREFIX = "Answer the question: "

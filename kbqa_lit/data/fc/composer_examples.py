@@ -1,6 +1,6 @@
 """FC-KBQA's composer rows: the :func:`~kbqa_lit.data.fc.composer_inputs.composer_input` text and its target.
 
-**Target**: the normalised gold S-expression (:func:`~kbqa_lit.kb.normalize.normalize_sexpr`,
+**Target**: the normalised gold S-expression (:func:`~kbqa_lit.kb.lf.normalize.normalize_sexpr`,
 what the project's seq2seq generator writes and its grammar-constrained decoder follows), topic
 entities as slots ``[E0]``... with ``mask_entities``.
 
@@ -38,7 +38,7 @@ from kbqa_lit.data.fc.gold_pairs import base_relation, gold_pairs
 from kbqa_lit.data.fc.skeletons import lf_skeleton, top2_skeletons
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError, UserInputError
-from kbqa_lit.kb.normalize import normalize_sexpr, schema_to_words
+from kbqa_lit.kb.lf.normalize import normalize_sexpr, schema_to_words
 
 FC_META = "fc"
 #: What the composer input says about the KB: the pairs, the bare components, or nothing.

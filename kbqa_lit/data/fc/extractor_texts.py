@@ -26,8 +26,8 @@ from __future__ import annotations
 import random
 from collections.abc import Collection, Sequence
 
-from kbqa_lit.kb.normalize import schema_name
-from kbqa_lit.kb.ontology import Ontology
+from kbqa_lit.kb.lf.normalize import schema_name
+from kbqa_lit.kb.lf.ontology import Ontology
 
 MARK_DOMAIN, MARK_NAME, MARK_RANGE = "[D]", "[N]", "[R]"
 #: The paper's negatives per positive.

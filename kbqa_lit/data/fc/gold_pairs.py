@@ -23,7 +23,7 @@ relation path's first relation); a class or an entity has none.
 from __future__ import annotations
 
 from kbqa_lit.data.fc.composer_inputs import Pair
-from kbqa_lit.kb.sexpr import COMPARATORS, Atom, Call, SExpr, atom_kind, base_relation, parse_sexpr, reverse_hop
+from kbqa_lit.kb.lf.sexpr import COMPARATORS, Atom, Call, SExpr, atom_kind, base_relation, parse_sexpr, reverse_hop
 
 
 def _hop(node: SExpr) -> str | None:

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.data.synthetic.splits import TrainCoverage
 from kbqa_lit.errors import SExprError, UserInputError
-from kbqa_lit.kb.sexpr import schema_items
+from kbqa_lit.kb.lf.sexpr import schema_items
 
 LEVELS = ("i.i.d.", "compositional", "zero-shot")
 _SPELLINGS = {"iid": "i.i.d.", "i.i.d.": "i.i.d.", "compositional": "compositional", "zero-shot": "zero-shot"}

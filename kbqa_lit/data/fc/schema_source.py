@@ -1,7 +1,7 @@
 """The ontology FC-KBQA's extractors and pairs read: from GrailQA's schema files or ``schema.json``.
 
 :func:`load_ontology` accepts a directory with GrailQA's ``fb_roles`` / ``fb_types`` /
-``reverse_properties`` (:meth:`~kbqa_lit.kb.ontology.Ontology.load`), a ``schema.json`` (the
+``reverse_properties`` (:meth:`~kbqa_lit.kb.lf.ontology.Ontology.load`), a ``schema.json`` (the
 synthetic world's: ``relations`` with ``domain``/``range``, ``reverse_properties``; it declares no
 class hierarchy), or a directory holding one. :func:`ontology_classes` lists the classes the
 class extractor ranks: every domain and range class, literal types (``type.int``,
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import DataFormatError, UserInputError
-from kbqa_lit.kb.ontology import ROLES_FILE, Ontology
+from kbqa_lit.kb.lf.ontology import ROLES_FILE, Ontology
 
 SCHEMA_FILE = "schema.json"
 #: Literal value types: ranges, never classes an entity belongs to.
@@ -59,7 +59,7 @@ def load_schema(spec: str | Path) -> tuple[Ontology, list[str]]:
 
 
 def load_ontology(spec: str | Path) -> Ontology:
-    """The :class:`~kbqa_lit.kb.ontology.Ontology` of a schema source (see :func:`load_schema`)."""
+    """The :class:`~kbqa_lit.kb.lf.ontology.Ontology` of a schema source (see :func:`load_schema`)."""
     return load_schema(spec)[0]
 
 

@@ -6,7 +6,7 @@ mention claims its words before a shorter one inside it; a mention that does not
 and takes no number). Linking passes the entity mentions; literals stay as written ("after
 1990" says which comparison the skeleton needs).
 
-**Skeleton** (:func:`lf_skeleton`): :func:`kbqa_lit.kb.sexpr.skeleton` — every relation, class,
+**Skeleton** (:func:`lf_skeleton`): :func:`kbqa_lit.kb.lf.sexpr.skeleton` — every relation, class,
 entity and literal becomes ``<rel>``, ``<class>``, ``<entity>``, ``<literal>``; the operators and
 parentheses stay, **a reverse relation is written** ``(R <rel>)``: the direction is part of the
 structure the parser predicts, not of the relation the extractor finds.
@@ -35,7 +35,7 @@ from typing import Union
 
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.sexpr import COMPARATORS, SKELETON_TOKENS, skeleton
+from kbqa_lit.kb.lf.sexpr import COMPARATORS, SKELETON_TOKENS, skeleton
 
 ENTITY_MASK = "<entity{}>"
 REL, ENTITY, LITERAL = SKELETON_TOKENS["relation"], SKELETON_TOKENS["entity"], SKELETON_TOKENS["literal"]

@@ -33,7 +33,7 @@ from kbqa_lit.data.formats._common import (
 )
 from kbqa_lit.data.schema import Answer, KBQAExample
 from kbqa_lit.errors import DataFormatError
-from kbqa_lit.kb.iri import is_entity_id
+from kbqa_lit.kb.lf.iri import is_entity_id
 
 DATASET = "cwq"
 SEMANTICS = "exclude-source"

@@ -5,7 +5,7 @@ Layout (the official release): ``<root>/{1,2,3}-hop/qa_{split}.txt`` with lines
 question type per line, e.g. ``actor_to_movie_to_director``) and optionally
 ``qa_{split}_kbcheck.txt`` (whether the KB reproduces the line's answers).
 
-Ids follow :mod:`kbqa_lit.kb.iri`, exactly as ``kbqa kb build --format metaqa`` mints them: the
+Ids follow :mod:`kbqa_lit.kb.lf.iri`, exactly as ``kbqa kb build --format metaqa`` mints them: the
 topic entity and the answers get ``entity_id_for_name(name, "metaqa")``, relations
 ``relation_id_for(rel, "metaqa")`` (``metaqa.movie.directed_by``). In the KB every triple is
 ``movie --relation--> value``; a question type walks movie → attribute with ``(JOIN (R r) X)``
@@ -29,7 +29,7 @@ from pathlib import Path
 from kbqa_lit.data.formats._common import dedupe_answers
 from kbqa_lit.data.schema import Answer, KBQAExample
 from kbqa_lit.errors import DataFormatError, UserInputError
-from kbqa_lit.kb.iri import entity_id_for_name, relation_id_for
+from kbqa_lit.kb.lf.iri import entity_id_for_name, relation_id_for
 
 DATASET = "metaqa"
 SEMANTICS = "simple-path"

@@ -4,12 +4,12 @@ Line: ``question\tanswer(a1/a2/)\tsubject#r1#e1#r2#e2...#<end>#answer``. The pat
 ``<end>`` alternates entities and relations and may have any number of hops. The gold
 S-expression follows the relations from the subject:
 ``(JOIN (R pathquestion.relation.r2) (JOIN (R pathquestion.relation.r1) m.<subject>))``, with ids
-from :func:`kbqa_lit.kb.iri.entity_id_for_name` and :func:`kbqa_lit.kb.iri.relation_id_for`
+from :func:`kbqa_lit.kb.lf.iri.entity_id_for_name` and :func:`kbqa_lit.kb.lf.iri.relation_id_for`
 (exactly as ``kbqa kb build --format pathquestion`` mints them).
 
 The answers are the alternatives inside the parentheses (``female(male/female/)`` → ``male``,
 ``female``), or the token before ``(`` when there are none; names are the KB's
-``type.object.name`` (:func:`kbqa_lit.kb.iri.display_name`: underscores become spaces). Gold
+``type.object.name`` (:func:`kbqa_lit.kb.lf.iri.display_name`: underscores become spaces). Gold
 answers follow plain paths (the subject itself can be an answer): ``meta["semantics"] =
 "plain"``. ``meta`` also has ``dataset``, ``hops`` and ``path`` (the raw path tokens before
 ``<end>``, intermediate entities included).
@@ -24,7 +24,7 @@ from pathlib import Path
 from kbqa_lit.data.formats._common import dedupe_answers, existing_file
 from kbqa_lit.data.schema import Answer, KBQAExample
 from kbqa_lit.errors import DataFormatError
-from kbqa_lit.kb.iri import display_name, entity_id_for_name, relation_id_for
+from kbqa_lit.kb.lf.iri import display_name, entity_id_for_name, relation_id_for
 
 DATASET = "pathquestion"
 SEMANTICS = "plain"

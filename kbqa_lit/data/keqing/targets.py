@@ -24,7 +24,7 @@ from kbqa_lit.data.keqing.decomposition import (
 )
 from kbqa_lit.data.keqing.templates import TemplateBank, example_chain
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.kb.chains import Chain, chain_text
+from kbqa_lit.kb.lf.chains import Chain, chain_text
 
 
 def gold_subquestions(

@@ -5,7 +5,7 @@ owns the logical chains it asks for. The paper writes its templates by hand; kbq
 from the training split (our choice, the same recipe for every dataset):
 
 1. every training example whose gold S-expression is a chain of JOINs from one topic entity
-   (:func:`~kbqa_lit.kb.chains.chain_from_sexpr`) gives a pair (masked question, chain),
+   (:func:`~kbqa_lit.kb.lf.chains.chain_from_sexpr`) gives a pair (masked question, chain),
    the masked question being the question with its topic mention replaced by ``[mask]``
    (MetaQA's bracketed entity, the entity's name elsewhere; PathQuestion writes names with
    underscores, which count as spaces);
@@ -35,7 +35,7 @@ from pathlib import Path
 from kbqa_lit.data.keqing.decomposition import MASK
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import DataFormatError, SExprError
-from kbqa_lit.kb.chains import Chain, Hop, chain_from_sexpr, chain_text, parse_chain
+from kbqa_lit.kb.lf.chains import Chain, Hop, chain_from_sexpr, chain_text, parse_chain
 
 BANK_FORMAT = 1
 _BRACKETED = re.compile(r"\[([^\]]+)\]")

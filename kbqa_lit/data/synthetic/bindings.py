@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kbqa_lit.data.synthetic.kb import Lit, World
-from kbqa_lit.kb.iri import XSD
+from kbqa_lit.kb.lf.iri import XSD
 
 
 @dataclass(frozen=True)

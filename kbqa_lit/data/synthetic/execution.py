@@ -1,9 +1,9 @@
 """Execute gold S-expressions on an Oxigraph store built from the world's ``kb.nt``.
 
-The store is built by :func:`~kbqa_lit.kb.loaders.build_store` in a temporary directory outside
+The store is built by :func:`~kbqa_lit.kb.store.loaders.build_store` in a temporary directory outside
 the output folder (so the output holds only deterministic files) and removed afterwards. Each
-S-expression goes through :func:`~kbqa_lit.kb.sparql.sexpr_to_sparql` with ``exclude-topic``
-semantics and is run by :func:`~kbqa_lit.kb.oxigraph_runner.run_query` — the function behind
+S-expression goes through :func:`~kbqa_lit.kb.lf.sparql.sexpr_to_sparql` with ``exclude-topic``
+semantics and is run by :func:`~kbqa_lit.kb.store.oxigraph_runner.run_query` — the function behind
 :class:`~kbqa_lit.kb.store.OxigraphStore`, so answers are extracted exactly as users and checks get
 them — on a read-only handle in this thread. Gold queries over a small KB need no timeout, and
 skipping the store's per-query thread or process hop makes the build several times faster.
@@ -17,9 +17,9 @@ from types import TracebackType
 from typing import Any
 
 from kbqa_lit.errors import KBQAError
-from kbqa_lit.kb.loaders import build_store
-from kbqa_lit.kb.oxigraph_runner import run_query
-from kbqa_lit.kb.sparql import sexpr_to_sparql
+from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
+from kbqa_lit.kb.store.loaders import build_store
+from kbqa_lit.kb.store.oxigraph_runner import run_query
 
 SEMANTICS = "exclude-topic"
 

@@ -12,7 +12,7 @@ import random
 from kbqa_lit.data.synthetic import names as nm
 from kbqa_lit.data.synthetic.kb import Lit, World
 from kbqa_lit.data.synthetic.sizes import SizeSpec
-from kbqa_lit.kb.iri import XSD
+from kbqa_lit.kb.lf.iri import XSD
 
 INT, FLOAT, DATE, YEAR = XSD + "integer", XSD + "float", XSD + "date", XSD + "gYear"
 #: The world's present (like the last Freebase dump, and what ``NOW`` means in a ``TC``): nothing

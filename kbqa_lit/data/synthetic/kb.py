@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from kbqa_lit.data.synthetic.world_schema import CLASS_BY_ID, RELATION_BY_ID, REVERSE_PROPERTIES
-from kbqa_lit.kb.iri import ALIAS_RELATION, NAME_RELATION, NS, TYPE_RELATION
+from kbqa_lit.kb.lf.iri import ALIAS_RELATION, NAME_RELATION, NS, TYPE_RELATION
 
 _ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 

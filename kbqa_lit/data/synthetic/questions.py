@@ -17,8 +17,8 @@ from kbqa_lit.data.schema import Answer, KBQAExample
 from kbqa_lit.data.synthetic.bindings import Binding
 from kbqa_lit.data.synthetic.kb import World
 from kbqa_lit.data.synthetic.templates import Template
-from kbqa_lit.kb.iri import is_entity_id
-from kbqa_lit.kb.sexpr import parse_sexpr, schema_items
+from kbqa_lit.kb.lf.iri import is_entity_id
+from kbqa_lit.kb.lf.sexpr import parse_sexpr, schema_items
 
 #: Runs one S-expression and returns its answers (ids or literal lexical values).
 Executor = Callable[[str], list[str]]

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.data.synthetic.questions import Draft
 from kbqa_lit.data.synthetic.sizes import SizeSpec
-from kbqa_lit.kb.sexpr import schema_items
+from kbqa_lit.kb.lf.sexpr import schema_items
 
 SPLITS = ("train", "dev", "test")
 LEVELS = ("iid", "compositional", "zero-shot")

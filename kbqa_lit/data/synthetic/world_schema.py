@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kbqa_lit.kb.iri import NS, XSD
+from kbqa_lit.kb.lf.iri import NS, XSD
 
 #: The world's domains, each with a one-line description.
 DOMAINS: dict[str, str] = {

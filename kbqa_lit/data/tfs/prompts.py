@@ -12,7 +12,7 @@ S2-t2 reads the items only (``s2_lf_input="items"``, the paper's Fig. 3); ``"que
 prepends the question (``question | items``). Training and inference build it with
 :func:`s2_lf_input`, so the two agree when they are given the same setting.
 
-The logical form is :func:`~kbqa_lit.kb.normalize.normalize_sexpr`'s text: operators as words,
+The logical form is :func:`~kbqa_lit.kb.lf.normalize.normalize_sexpr`'s text: operators as words,
 relations and classes as bracketed words, entities as their *mentions* (labels) in brackets::
 
     ( join ( reverse [ people , person , place of birth ] ) [ Amos Garrick ] )
@@ -42,8 +42,8 @@ from collections.abc import Mapping
 
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.normalize import OPERATOR_WORDS, normalize_sexpr, schema_to_words, words_to_schema
-from kbqa_lit.kb.sexpr import ENTITY_RE, SCHEMA_RE, Atom, SExpr, atoms_with_roles, parse_sexpr, schema_items
+from kbqa_lit.kb.lf.normalize import OPERATOR_WORDS, normalize_sexpr, schema_to_words, words_to_schema
+from kbqa_lit.kb.lf.sexpr import ENTITY_RE, SCHEMA_RE, Atom, SExpr, atoms_with_roles, parse_sexpr, schema_items
 
 #: The instruction tasks, in fallback order.
 TASKS: tuple[str, ...] = ("s1", "s2_items", "s2_lf", "s3")

@@ -75,10 +75,10 @@ from kbqa_lit.datamodules.coq.classifier_inputs import (
 from kbqa_lit.datamodules.samplers import LengthBucketSampler, UnrepeatedDistributedSampler
 from kbqa_lit.datamodules.split_files import STAGE_SPLITS, SplitFilesMixin, canonical_split
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.loaders import ensure_store
-from kbqa_lit.kb.normalize import schema_to_words
-from kbqa_lit.kb.oxigraph_runner import STORE_MARKER
+from kbqa_lit.kb.lf.normalize import schema_to_words
 from kbqa_lit.kb.store import is_endpoint
+from kbqa_lit.kb.store.loaders import ensure_store
+from kbqa_lit.kb.store.oxigraph_runner import STORE_MARKER
 
 log = logging.getLogger(__name__)
 

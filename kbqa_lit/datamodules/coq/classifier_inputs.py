@@ -9,7 +9,7 @@ Per example the classifier reads two kinds of items (one shared T5 encoder, two 
 scored; left out for the "w/o decomposition" ablation). An entity item lists the entity's label
 and its 1-hop relations that are among the *refined* relations (see the datamodule's
 ``entity_item_relations`` setting: gold plus predicted, or only predicted, while training; only
-predicted at validation, test and predict), written as words (:func:`~kbqa_lit.kb.normalize.schema_to_words`).
+predicted at validation, test and predict), written as words (:func:`~kbqa_lit.kb.lf.normalize.schema_to_words`).
 
 Gold relations of an example are the relations of its gold S-expression; gold entities are the
 entity atoms of that S-expression (the topic entities when it has none).
@@ -44,8 +44,8 @@ from kbqa_lit.data.coq.classifier_texts import (  # noqa: F401 (re-exported: the
 )
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError, StoreError, UserInputError
-from kbqa_lit.kb.iri import ALIAS_RELATION, NAME_RELATION, TYPE_RELATION, iri, is_entity_id, local_id
-from kbqa_lit.kb.sexpr import schema_items
+from kbqa_lit.kb.lf.iri import ALIAS_RELATION, NAME_RELATION, TYPE_RELATION, iri, is_entity_id, local_id
+from kbqa_lit.kb.lf.sexpr import schema_items
 
 #: Relations that are bookkeeping, not schema: never candidates.
 NON_SCHEMA_RELATIONS = frozenset({NAME_RELATION, TYPE_RELATION, ALIAS_RELATION})

@@ -35,8 +35,8 @@ from kbqa_lit.data.fc.schema_source import SCHEMA_FILE, load_schema, ontology_cl
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.datamodules.relation_retrieval import PairCollator, RelationRetrievalDataModule, gold_schema_items
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.ontology import Ontology
-from kbqa_lit.kb.relation_inventory import RelationInventory
+from kbqa_lit.kb.index.relation_inventory import RelationInventory
+from kbqa_lit.kb.lf.ontology import Ontology
 
 log = logging.getLogger(__name__)
 EXTRACTOR_KINDS = ("relation", "class")

@@ -22,7 +22,7 @@ from kbqa_lit.backbones.encoders import MINILM
 from kbqa_lit.data.fc.extractor_texts import class_item, relation_item
 from kbqa_lit.data.fc.schema_source import load_ontology
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.ontology import Ontology
+from kbqa_lit.kb.lf.ontology import Ontology
 from kbqa_lit.modules.cross_encoder import CrossEncoderRetriever
 
 EXTRACTOR_KINDS = ("relation", "class")

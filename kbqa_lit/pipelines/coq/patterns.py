@@ -4,7 +4,7 @@ Candidate patterns are the pairs ``(r, e)`` of the example's candidate relations
 entities (the top-l of each, the paper's l×l pairs; or only the refined ones, the ``refined``
 setting of :class:`~kbqa_lit.pipelines.coq.pattern_writer.PatternWriter`) that are connected in
 the KB — ``ASK { { <e> <r> ?x } UNION { ?x <r> <e> } }`` with full IRIs, asked for many pairs
-at once with ``VALUES`` and cached per pair (:class:`~kbqa_lit.kb.connectivity.Connectivity`, a
+at once with ``VALUES`` and cached per pair (:class:`~kbqa_lit.kb.index.connectivity.Connectivity`, a
 shared part since FC-KBQA prunes entities with it). Each candidate is scored over the
 sub-chains ``D_i = [SUBQ] q_i [ANS] a_i`` of the decomposition::
 
@@ -35,8 +35,8 @@ from kbqa_lit.data.coq.generator_inputs import gold_patterns
 from kbqa_lit.data.linking import inference_decomposition
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.connectivity import Connectivity, ask_query
-from kbqa_lit.kb.iri import ALIAS_RELATION, NAME_RELATION, TYPE_RELATION, is_entity_id
+from kbqa_lit.kb.index.connectivity import Connectivity, ask_query
+from kbqa_lit.kb.lf.iri import ALIAS_RELATION, NAME_RELATION, TYPE_RELATION, is_entity_id
 
 PATTERN_SELECTION_MODES = ("scored", "random", "oracle")
 _SUBQ_RE = re.compile(r"(?=\[SUBQ\])")

@@ -35,8 +35,8 @@ import lightning as L
 
 from kbqa_lit.data.fc.schema_source import load_schema, ontology_classes
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.entity_index import EntityIndex
-from kbqa_lit.kb.relation_inventory import RelationInventory
+from kbqa_lit.kb.index.entity_index import EntityIndex
+from kbqa_lit.kb.index.relation_inventory import RelationInventory
 from kbqa_lit.modules.checkpoint_loading import load_module_checkpoint
 from kbqa_lit.modules.fc.extractor import ComponentExtractor
 from kbqa_lit.pipelines.fc.components import ComponentStage

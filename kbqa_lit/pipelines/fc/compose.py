@@ -24,7 +24,7 @@ from kbqa_lit.data.fc.decoding import pair_rules
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.grammar import BaseRules, SExprGrammar
-from kbqa_lit.kb.normalize import invert_labels
+from kbqa_lit.kb.lf.normalize import invert_labels
 from kbqa_lit.kb.store import KnowledgeBase
 from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector, Selection
 from kbqa_lit.pipelines.fc.generation import Seq2SeqPart, generate_beams

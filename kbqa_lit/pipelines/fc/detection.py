@@ -1,7 +1,7 @@
 """FC-KBQA's fine-grained detection at inference: BM25 recall, then the extractors' top-k.
 
 :class:`ComponentDetector` recalls the BM25 top ``recall_size`` relations (and classes) of a
-question (:class:`~kbqa_lit.kb.relation_inventory.BM25RelationRanker`; the whole inventory when it
+question (:class:`~kbqa_lit.kb.index.relation_inventory.BM25RelationRanker`; the whole inventory when it
 is no larger) and keeps the extractor's best ``top_k`` (the paper's 10) with their scores — the
 inputs of entity pruning (:mod:`kbqa_lit.pipelines.fc.linking`) and of the pairs
 (:mod:`kbqa_lit.pipelines.fc.pairs`).
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.relation_inventory import BM25RelationRanker, RelationInventory
+from kbqa_lit.kb.index.relation_inventory import BM25RelationRanker, RelationInventory
 
 
 class Ranker(Protocol):

@@ -20,7 +20,7 @@ from kbqa_lit.data.fc.gold_pairs import gold_pairs
 from kbqa_lit.data.fc.skeletons import lf_skeleton
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.sexpr import schema_items
+from kbqa_lit.kb.lf.sexpr import schema_items
 
 
 def _recall(gold: Sequence[str], found: Sequence[str]) -> float | None:

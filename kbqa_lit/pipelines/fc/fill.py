@@ -45,7 +45,7 @@ from kbqa_lit.data.fc.composer_examples import Components
 from kbqa_lit.data.fc.literals import LiteralMention
 from kbqa_lit.data.fc.skeletons import Node, parse_skeleton
 from kbqa_lit.errors import SExprError, UserInputError
-from kbqa_lit.kb.sexpr import SKELETON_TOKENS, base_relation, reverse_hop
+from kbqa_lit.kb.lf.sexpr import SKELETON_TOKENS, base_relation, reverse_hop
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 #: A time constraint's "at present" (``(TC x r NOW)``: "current team"), tried after the question's literals.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.sparql import sexpr_to_sparql
+from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
 from kbqa_lit.kb.store import KnowledgeBase
 
 #: The labels :func:`gold_kbcheck` gives.

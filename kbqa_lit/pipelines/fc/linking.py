@@ -4,7 +4,7 @@
 
 1. **mentions** from a pluggable :class:`MentionLinker`: :class:`IndexMentionLinker` (longest match
    over every surface name — names and aliases — with the KB's
-   :class:`~kbqa_lit.kb.entity_index.EntityIndex`) or :class:`JsonMentionLinker` (precomputed
+   :class:`~kbqa_lit.kb.index.entity_index.EntityIndex`) or :class:`JsonMentionLinker` (precomputed
    results from a file);
 2. **literals** (dates, years, numbers) by regular expressions
    (:func:`~kbqa_lit.data.fc.literals.detect_literals`);
@@ -46,7 +46,7 @@ class MentionLinker(Protocol):
 
 
 class IndexMentionLinker:
-    """Mentions by longest match over every surface name of the KB (:class:`~kbqa_lit.kb.entity_index.EntityIndex`).
+    """Mentions by longest match over every surface name of the KB (an ``EntityIndex``).
 
     Args:
         index: The entity index (``EntityIndex.for_store(store)``).

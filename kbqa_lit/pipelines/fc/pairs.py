@@ -8,7 +8,7 @@ scores (ties keep the input order):
   ``r``'s range (the reverse relation reaches ``c``'s instances);
 - **relation–relation** ``P_r-r``: ``(r1, r2)`` when ``r1``'s range is ``r2``'s domain by the
   ontology, confirmed by executing the two-hop connection ``?x r1 ?y . ?y r2 ?z`` on the KB
-  (:class:`~kbqa_lit.kb.connectivity.RelationChains`: batched ASKs, cached across questions);
+  (:class:`~kbqa_lit.kb.index.connectivity.RelationChains`: batched ASKs, cached across questions);
   ``r1 = r2`` is allowed (``containedby`` of ``containedby``). With ``reverse_hops`` (default) a hop
   may go backwards, written ``(R r)`` (its domain is ``r``'s range): ``((R r1), r2)`` joins two
   relations on their subjects — the two relations of a mediator (CVT) node, as in
@@ -28,7 +28,7 @@ paper); ``hierarchy`` (default) — equal, or one is a superclass of the other i
 (``location.city`` reaches ``location.location``); ``kb`` — the ontology's classes are not
 consulted: relation–relation pairs are every ordered pair the KB chains, class–relation pairs
 are those with a typed instance on that side in the KB
-(:class:`~kbqa_lit.kb.connectivity.TypedRelations`); for KBs whose ontology lacks the class
+(:class:`~kbqa_lit.kb.index.connectivity.TypedRelations`); for KBs whose ontology lacks the class
 hierarchy, such as the synthetic world (its cities are ``location.location`` and its actors
 ``people.person`` only by type triples: ``kb`` holds all 42 gold class–relation pairs of its
 splits, ``exact`` and ``hierarchy`` none). Literal ranges (``type.int``...) never chain. Without
@@ -44,9 +44,9 @@ from typing import Any
 from kbqa_lit.data.fc.composer_inputs import Pair
 from kbqa_lit.data.fc.schema_source import LITERAL_TYPE_PREFIX
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.connectivity import RelationChains, TypedRelations
-from kbqa_lit.kb.ontology import Ontology
-from kbqa_lit.kb.sexpr import SKELETON_TOKENS, base_relation
+from kbqa_lit.kb.index.connectivity import RelationChains, TypedRelations
+from kbqa_lit.kb.lf.ontology import Ontology
+from kbqa_lit.kb.lf.sexpr import SKELETON_TOKENS, base_relation
 from kbqa_lit.pipelines.fc.pruning import LinkedEntity
 
 TYPE_MATCHES = ("exact", "hierarchy", "kb")

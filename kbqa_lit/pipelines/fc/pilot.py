@@ -19,7 +19,7 @@ Our choices (the paper gives no procedure):
   among the candidates, softmax-normalised over them; a form's score is the sum over its
   components;
 - **coarse score** (:func:`coarse_scores`): the ranker's score of ``(question, normalised form)``,
-  the form written as the generators read it (:func:`~kbqa_lit.kb.normalize.normalize_sexpr`).
+  the form written as the generators read it (:func:`~kbqa_lit.kb.lf.normalize.normalize_sexpr`).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from kbqa_lit.data.fc.extractor_texts import schema_domain
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError, UserInputError
-from kbqa_lit.kb.normalize import normalize_sexpr
-from kbqa_lit.kb.sexpr import Atom, map_atoms, parse_sexpr, schema_items, to_sexpr_string
+from kbqa_lit.kb.lf.normalize import normalize_sexpr
+from kbqa_lit.kb.lf.sexpr import Atom, map_atoms, parse_sexpr, schema_items, to_sexpr_string
 
 #: ``(question, item texts or ids) → scores`` (an extractor's or a ranker's ``score``).
 ScoreFn = Callable[[str, Sequence[str]], Sequence[float]]

@@ -3,7 +3,7 @@
 For every mention, a candidate entity survives when the KB holds an edge — in either direction —
 between it and at least one of the relation extractor's top-k relations; the edges of all
 candidates × relations are asked in batched ``VALUES`` queries and cached
-(:class:`~kbqa_lit.kb.connectivity.Connectivity`). Among the survivors the most popular (degree)
+(:class:`~kbqa_lit.kb.index.connectivity.Connectivity`). Among the survivors the most popular (degree)
 is picked, ties broken by the linker's score and then the id. When no candidate survives, the
 mention keeps its unpruned pick (``on_empty="keep"``, the default: linking errors of the relation
 extractor should not erase an entity) or is dropped (``"drop"``). The surviving edges are the
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.connectivity import Connectivity
+from kbqa_lit.kb.index.connectivity import Connectivity
 
 ON_EMPTY = ("keep", "drop")
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from kbqa_lit.data.keqing.decomposition import ANSWER_SEED, SLOT, Decomposition, SubQuestion
 from kbqa_lit.data.keqing.templates import TemplateBank
-from kbqa_lit.kb.chains import Chain, chain_text, parse_chain
-from kbqa_lit.kb.entity_index import normalize_surface
+from kbqa_lit.kb.index.entity_index import normalize_surface
+from kbqa_lit.kb.lf.chains import Chain, chain_text, parse_chain
 from kbqa_lit.pipelines.keqing.retrieval import ChainExecutor, ChainResult, Path
 
 _CHAIN_TEXT = re.compile(r"^(\S+>|<\S+)( (\S+>|<\S+))*$")

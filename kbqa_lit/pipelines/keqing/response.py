@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.chains import Chain
+from kbqa_lit.kb.lf.chains import Chain
 from kbqa_lit.llm.backends import DecompositionBackend, DecompositionBackendError
 from kbqa_lit.pipelines.keqing.verbalize import Labeler, chain_words, names_text
 

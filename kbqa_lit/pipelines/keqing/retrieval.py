@@ -5,15 +5,15 @@ extends every start path by each hop of a chain; the result paths of one sub-que
 start paths of the sub-question that depends on it, so a path spans the whole question.
 
 Each hop is one batched query per ``batch_size`` distinct frontier nodes, all batches of a hop in
-one :func:`~kbqa_lit.kb.execute.execute_many` call. The stores return the first projected
+one :func:`~kbqa_lit.kb.store.execute.execute_many` call. The stores return the first projected
 variable only, so a query projects each edge as one tab-separated string (as
-:class:`~kbqa_lit.kb.entity_index.EntityIndex` does)::
+:class:`~kbqa_lit.kb.index.entity_index.EntityIndex` does)::
 
     SELECT DISTINCT (CONCAT(STR(?s), "\t", <kind>, "\t", <datatype>, "\t", STR(?o)) AS ?x)
     WHERE { VALUES ?s { <...> ... } ?s <rel> ?o }
 
 (the mirror, ``VALUES ?o``, for a backward hop). Object literals are answers in canonical form
-(:func:`~kbqa_lit.kb.literals.canonical_literal`, what the stores return); a literal node can be a
+(:func:`~kbqa_lit.kb.lf.literals.canonical_literal`, what the stores return); a literal node can be a
 later hop's frontier (the executor remembers its SPARQL term); blank nodes are never reached.
 Neighbours of a node are sorted, so the result does not depend on the store's solution order.
 
@@ -29,12 +29,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.chains import Chain, Hop
-from kbqa_lit.kb.execute import execute_many
-from kbqa_lit.kb.iri import local_id
-from kbqa_lit.kb.literals import canonical_literal
-from kbqa_lit.kb.loaders import fb_iri, literal_nt
+from kbqa_lit.kb.lf.chains import Chain, Hop
+from kbqa_lit.kb.lf.iri import local_id
+from kbqa_lit.kb.lf.literals import canonical_literal
 from kbqa_lit.kb.store import KnowledgeBase
+from kbqa_lit.kb.store.execute import execute_many
+from kbqa_lit.kb.store.loaders import fb_iri, literal_nt
 
 Path = tuple[str, ...]
 SEMANTICS = ("simple-path", "plain")

@@ -35,7 +35,7 @@ from kbqa_lit.data.keqing.templates import TemplateBank, example_chain
 from kbqa_lit.data.linking import IndexLinker, inference_view
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.entity_index import EntityIndex
+from kbqa_lit.kb.index.entity_index import EntityIndex
 from kbqa_lit.kb.store import is_endpoint, open_store
 from kbqa_lit.llm.response_cache import DecompositionCache
 from kbqa_lit.pipelines.keqing.config import KeqingConfig
@@ -107,7 +107,7 @@ class KeqingRun:
         kb = self.config.kb
         path = Path(kb.store)
         if kb.build_from and not path.exists():
-            from kbqa_lit.kb.loaders import build_store
+            from kbqa_lit.kb.store.loaders import build_store
 
             build_store(path, kb.build_from, kb.format)
         return open_store(kb.store, timeout=kb.timeout)

@@ -32,7 +32,7 @@ from kbqa_lit.data.keqing.targets import gold_subquestions
 from kbqa_lit.data.keqing.templates import TemplateBank, example_chain
 from kbqa_lit.data.linking import ORACLE_PREFIX
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.kb.chains import Chain, parse_chain
+from kbqa_lit.kb.lf.chains import Chain, parse_chain
 from kbqa_lit.metrics.functional import score_question
 from kbqa_lit.pipelines.keqing.execution import StepLog, is_chain_text
 from kbqa_lit.pipelines.keqing.retrieval import ChainExecutor

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from kbqa_lit.kb.chains import Hop
+from kbqa_lit.kb.lf.chains import Hop
 
-#: ``label(id) -> name or None`` (e.g. :meth:`kbqa_lit.kb.entity_index.EntityIndex.label`).
+#: ``label(id) -> name or None`` (e.g. :meth:`kbqa_lit.kb.index.entity_index.EntityIndex.label`).
 Labeler = Callable[[str], str | None]
 
 

@@ -217,7 +217,7 @@ def build_linkers(linking: LinkingConfig, kb: Any) -> list[Any]:
                 raise UserInputError("linking.linkers has 'file' but no linking.results_file")
             out.append(ResultsFileLinker(linking.results_file, fuzzy_threshold=linking.fuzzy_threshold))
         elif linking.kb_match == "fuzzy":
-            from kbqa_lit.kb.entity_index import EntityIndex
+            from kbqa_lit.kb.index.entity_index import EntityIndex
 
             out.append(IndexLinker(EntityIndex.for_store(kb), fuzzy_threshold=linking.fuzzy_threshold))
         else:
@@ -244,8 +244,8 @@ def _examples(data: DataConfig, split: str | None, limit: int | None) -> list[KB
 
 
 def _open_kb(kb: KBConfig) -> Any:
-    from kbqa_lit.kb.loaders import ensure_store
     from kbqa_lit.kb.store import open_store
+    from kbqa_lit.kb.store.loaders import ensure_store
 
     if kb.build_from is not None:
         ensure_store(kb.store, [kb.build_from], "nt")

@@ -9,12 +9,12 @@ contributing at most ``top_k`` ids; an id found twice keeps its first place). Th
   ``Mapping`` name → ids; in the pipeline a :class:`~kbqa_lit.pipelines.execution_guided.KBNameLookup`
   on the store, one SPARQL query per new mention — works on a Freebase endpoint too);
 - :class:`IndexLinker` (``kb``, ``kb_match: fuzzy``): the store's surface-name index
-  (:class:`~kbqa_lit.kb.entity_index.EntityIndex`: names and aliases, exact, normalised, then
+  (:class:`~kbqa_lit.kb.index.entity_index.EntityIndex`: names and aliases, exact, normalised, then
   fuzzy). Building it reads every name of the store: meant for embedded stores, not full Freebase;
 - :class:`ResultsFileLinker` (``file``): precomputed linking results (ELQ, ReFinED, ...) read by
   :func:`read_linking_results`; a generated mention takes the candidates of the file's mention that
   equals it (case- and space-insensitive) or, failing that, is most similar to it (at least
-  ``fuzzy_threshold``; :func:`~kbqa_lit.kb.normalize.label_similarity`), or whose candidate label
+  ``fuzzy_threshold``; :func:`~kbqa_lit.kb.lf.normalize.label_similarity`), or whose candidate label
   matches it.
 
 Results file (JSON lines, one object per question; or JSON: a list of such objects, or one object
@@ -41,7 +41,7 @@ from typing import Any, Protocol
 
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.normalize import label_similarity
+from kbqa_lit.kb.lf.normalize import label_similarity
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class IndexLinker:
     """Exact, normalised and fuzzy names and aliases from the store's surface-name index.
 
     Args:
-        index: An :class:`~kbqa_lit.kb.entity_index.EntityIndex` (``EntityIndex.for_store(store)``).
+        index: An :class:`~kbqa_lit.kb.index.entity_index.EntityIndex` (``EntityIndex.for_store(store)``).
         fuzzy_threshold: Least similarity of a fuzzy match.
         name: The linker's name in reports.
     """

@@ -16,7 +16,7 @@ from kbqa_lit.data.fc.extractor_texts import (
 )
 from kbqa_lit.data.fc.schema_source import load_ontology, load_schema, ontology_classes
 from kbqa_lit.errors import DataFormatError, UserInputError
-from kbqa_lit.kb.ontology import Ontology
+from kbqa_lit.kb.lf.ontology import Ontology
 
 ONTO = Ontology(
     domains={"people.person.place_of_birth": "people.person", "film.film.release_year": "film.film"},

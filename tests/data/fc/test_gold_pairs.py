@@ -7,7 +7,7 @@ import pytest
 from kbqa_lit.data.fc.composer_inputs import Pair
 from kbqa_lit.data.fc.gold_pairs import first_hops, gold_pairs, reverse_hop
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.sexpr import parse_sexpr
+from kbqa_lit.kb.lf.sexpr import parse_sexpr
 
 
 def _pairs(expr: str) -> set[tuple[str, str, str]]:

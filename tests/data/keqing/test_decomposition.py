@@ -13,7 +13,7 @@ from kbqa_lit.data.keqing.decomposition import (
 from kbqa_lit.data.keqing.targets import decomposition_rows, gold_subquestions
 from kbqa_lit.data.keqing.templates import mine_templates
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.kb.chains import parse_chain
+from kbqa_lit.kb.lf.chains import parse_chain
 
 GOOD = chain_decomposition(["who directed [mask]", "which films did [mask] direct"], "[E0]")
 

@@ -9,7 +9,7 @@ import pytest
 from kbqa_lit.data.keqing.templates import TemplateBank, mask_question, mine_templates
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import DataFormatError
-from kbqa_lit.kb.chains import Hop, parse_chain
+from kbqa_lit.kb.lf.chains import Hop, parse_chain
 
 DIR = "(JOIN (R mq.movie.directed_by) {e})"
 ACT = "(JOIN mq.movie.starred_actors {e})"

@@ -12,7 +12,7 @@ from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.datamodules.coq.classifier import SchemaDataModule
 from kbqa_lit.datamodules.coq.classifier_inputs import ENT_TASK, entity_text, fold_of, gold_relations
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.loaders import build_store
+from kbqa_lit.kb.store.loaders import build_store
 
 
 @pytest.fixture(scope="module")

@@ -21,9 +21,9 @@ from kbqa_lit.datamodules.coq.classifier_inputs import (
     relation_text,
 )
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.iri import iri
-from kbqa_lit.kb.loaders import build_store
+from kbqa_lit.kb.lf.iri import iri
 from kbqa_lit.kb.store import open_store
+from kbqa_lit.kb.store.loaders import build_store
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from kbqa_lit.data.schema import read_jsonl, write_jsonl
 from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.datamodules.coq.classifier import SchemaDataModule
 from kbqa_lit.datamodules.coq.classifier_inputs import ENT_TASK, REL_TASK
-from kbqa_lit.kb.loaders import build_store
+from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.modules.coq.schema_classifier import SchemaClassifier
 from tests.helpers.tiny import TINY_T5
 

@@ -9,8 +9,8 @@ from kbqa_lit.data.coq.generator_inputs import gold_patterns
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.kb.store import open_store
+from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.pipelines.coq.patterns import (
     Connectivity,
     PatternSelector,

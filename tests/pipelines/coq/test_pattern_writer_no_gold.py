@@ -20,8 +20,8 @@ import pytest
 from kbqa_lit.callbacks.execution_eval import ExecutionGuidedEval
 from kbqa_lit.cli import main
 from kbqa_lit.data.schema import read_jsonl, write_jsonl
-from kbqa_lit.kb.loaders import build_store
-from kbqa_lit.kb.relation_inventory import BM25RelationRanker, load_inventory
+from kbqa_lit.kb.index.relation_inventory import BM25RelationRanker, load_inventory
+from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.lightning_cli import build_cli
 from kbqa_lit.pipelines.coq.pattern_writer import PatternWriter
 from tests.helpers.no_gold import assert_same_predictions, stage_world, write_full_and_stripped

@@ -16,10 +16,10 @@ from kbqa_lit.datamodules.fc.composer import ComposerDataModule
 from kbqa_lit.datamodules.fc.extractors import ExtractorDataModule
 from kbqa_lit.datamodules.fc.skeleton import SkeletonParserDataModule
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.entity_index import EntityIndex
-from kbqa_lit.kb.loaders import build_store
-from kbqa_lit.kb.normalize import schema_to_words
+from kbqa_lit.kb.index.entity_index import EntityIndex
+from kbqa_lit.kb.lf.normalize import schema_to_words
 from kbqa_lit.kb.store import open_store
+from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.modules.fc.extractor import ComponentExtractor
 from kbqa_lit.modules.multitask_generator import MultitaskGenerator
 from kbqa_lit.pipelines.fc.components import ComponentStage

@@ -15,9 +15,9 @@ from kbqa_lit.data.fc.skeletons import lf_skeleton, mask_mentions, parser_exampl
 from kbqa_lit.data.schema import Answer, read_jsonl, write_jsonl
 from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.loaders import build_store
-from kbqa_lit.kb.sexpr import schema_items
+from kbqa_lit.kb.lf.sexpr import schema_items
 from kbqa_lit.kb.store import open_store
+from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.pipelines.fc.kb_check import gold_kbcheck
 from kbqa_lit.pipelines.fc.skeleton_neighbours import NeighbourSkeletons
 from tests.helpers.no_gold import strip_gold

@@ -8,9 +8,9 @@ import pytest
 
 from kbqa_lit.data.fc.literals import detect_literals
 from kbqa_lit.errors import DataFormatError, UserInputError
-from kbqa_lit.kb.entity_index import EntityIndex
-from kbqa_lit.kb.loaders import build_store
+from kbqa_lit.kb.index.entity_index import EntityIndex
 from kbqa_lit.kb.store import open_store
+from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.pipelines.fc.linking import FCEntityLinker, IndexMentionLinker, JsonMentionLinker
 from kbqa_lit.pipelines.fc.pruning import EntityMention, RelationAwarePruner, ScoredEntity
 

@@ -6,9 +6,9 @@ import pytest
 
 from kbqa_lit.data.fc.composer_inputs import composer_input
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.loaders import build_store
-from kbqa_lit.kb.ontology import Ontology
+from kbqa_lit.kb.lf.ontology import Ontology
 from kbqa_lit.kb.store import open_store
+from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.pipelines.fc.pairs import PairBuilder
 from kbqa_lit.pipelines.fc.pruning import EntityMention, RelationAwarePruner, ScoredEntity
 

@@ -10,7 +10,7 @@ import torch
 from kbqa_lit.backbones.encoders import build_encoder_tokenizer
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.sexpr import schema_items, skeleton
+from kbqa_lit.kb.lf.sexpr import schema_items, skeleton
 from kbqa_lit.modules.fc.lf_ranker import LogicalFormRanker
 from kbqa_lit.pipelines.fc.pilot import (
     candidate_forms,

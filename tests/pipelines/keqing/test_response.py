@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.chains import Hop
+from kbqa_lit.kb.lf.chains import Hop
 from kbqa_lit.llm.openai_backend import OpenAICompatibleBackend
 from kbqa_lit.pipelines.keqing.response import LLMResponder, ResponseStep, render_response
 from tests.helpers.llm_http_server import LLMServer, completion, prompt_of

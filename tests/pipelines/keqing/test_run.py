@@ -12,7 +12,7 @@ import pytest
 from kbqa_lit.data.keqing.targets import decomposition_rows
 from kbqa_lit.data.keqing.templates import mine_templates
 from kbqa_lit.data.schema import read_jsonl, write_jsonl
-from kbqa_lit.kb.loaders import build_store
+from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.pipelines.keqing.config import load_keqing_config
 from kbqa_lit.pipelines.keqing.run import run_keqing
 from tests.helpers.llm_http_server import LLMServer, completion, prompt_of

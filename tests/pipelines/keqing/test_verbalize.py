@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kbqa_lit.kb.chains import Hop
+from kbqa_lit.kb.lf.chains import Hop
 from kbqa_lit.pipelines.keqing.verbalize import (
     chain_words,
     hop_words,

@@ -11,8 +11,8 @@ import pytest
 from kbqa_lit.data.schema import Answer, KBQAExample
 from kbqa_lit.data.tfs.prompts import s2_lf_input
 from kbqa_lit.datamodules.tfs.instruction_batches import InstructionEncoder
-from kbqa_lit.kb.loaders import build_store
 from kbqa_lit.kb.store import OxigraphStore
+from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.pipelines.tfs.fallback import ChainMember, TFSFallbackPipeline, fallback_metrics, mentions_in
 
 NS = "http://rdf.freebase.com/ns/"

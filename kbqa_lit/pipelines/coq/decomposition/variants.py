@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError, UserInputError
-from kbqa_lit.kb.sexpr import schema_items
+from kbqa_lit.kb.lf.sexpr import schema_items
 from kbqa_lit.pipelines.coq.decomposition.parser import Decomposition, parse_decomposition, with_placeholders
 
 VARIANTS = ("full", "placeholders", "no_answers", "none")

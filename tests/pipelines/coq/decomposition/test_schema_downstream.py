@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.kb.relation_inventory import BM25RelationRanker, RelationInventory
+from kbqa_lit.kb.index.relation_inventory import BM25RelationRanker, RelationInventory
 from kbqa_lit.tools.retrieve_tool import link_entities, rank_relations, schema_part
 
 RELATIONS = [f"domain{i}.thing.filler_{i}" for i in range(30)] + [

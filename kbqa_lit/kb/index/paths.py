@@ -7,11 +7,11 @@ direction, and turns every distinct chain into the join that follows it from the
     ?x r e              →  (JOIN r e)
     e r1 ?m . ?m r2 ?x  →  (JOIN (R r2) (JOIN (R r1) e))
 
-Only fact relations count (:func:`~kbqa_lit.kb.relation_inventory.is_fact_relation`: no names,
+Only fact relations count (:func:`~kbqa_lit.kb.index.relation_inventory.is_fact_relation`: no names,
 types or labels), a second hop starts from an IRI (never a literal) and does not come straight
 back to the entity. Every path returned is executable by construction: the KB has at least one
 instance of it. The query projects one tab-separated string per solution (the stores return the
-first projected variable), as :func:`~kbqa_lit.kb.entity_index.relation_edges` does.
+first projected variable), as :func:`~kbqa_lit.kb.index.entity_index.relation_edges` does.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kbqa_lit.errors import StoreError, UserInputError
-from kbqa_lit.kb.chains import Chain, Hop, chain_to_sexpr
-from kbqa_lit.kb.iri import NS, iri, local_id
-from kbqa_lit.kb.relation_inventory import EXCLUDED_RELATIONS, is_fact_relation
+from kbqa_lit.kb.index.relation_inventory import EXCLUDED_RELATIONS, is_fact_relation
+from kbqa_lit.kb.lf.chains import Chain, Hop, chain_to_sexpr
+from kbqa_lit.kb.lf.iri import NS, iri, local_id
 
 #: How the query writes a hop's direction from the entity outwards: ``out`` (``e r ?x``, a forward
-#: :class:`~kbqa_lit.kb.chains.Hop`), ``in`` (``?x r e``, a backward one).
+#: :class:`~kbqa_lit.kb.lf.chains.Hop`), ``in`` (``?x r e``, a backward one).
 OUT, IN = "out", "in"
 
 

@@ -21,7 +21,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from kbqa_lit.kb.result import ExecutionResult
+from kbqa_lit.kb.store.result import ExecutionResult
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ def cached_execute_many(store: Any, queries: Sequence[str]) -> list[ExecutionRes
     """Execute ``queries`` on a caching store (see the module docstring).
 
     Args:
-        store: The store: a :class:`~kbqa_lit.kb.store_base._CachingStore` (an
+        store: The store: a :class:`~kbqa_lit.kb.store.base._CachingStore` (an
             :class:`~kbqa_lit.kb.store.OxigraphStore` or :class:`~kbqa_lit.kb.store.EndpointStore`;
             not imported here, which would close an import circle).
         queries: The query texts.

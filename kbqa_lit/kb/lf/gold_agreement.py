@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from kbqa_lit.kb.iri import NS, XSD
-from kbqa_lit.kb.ontology import Ontology
+from kbqa_lit.kb.lf.iri import NS, XSD
+from kbqa_lit.kb.lf.ontology import Ontology
 
 _TERM = r'(\?\w+|<[^>\s]+>|"(?:[^"\\]|\\.)*"(?:\^\^<[^>\s]+>|@[\w-]+)?)'
 _TRIPLE_RE = re.compile(rf"{_TERM}\s+(<[^>\s]+>)\s+{_TERM}\s*[.;}}]")

@@ -1,7 +1,7 @@
 """Answer semantics of each dataset, superlative tie rules, and the sort keys of ARGMAX/ARGMIN.
 
 Every dataset's gold answers follow a rule about which query nodes may be answers; the
-converter (:func:`kbqa_lit.kb.sparql.sexpr_to_sparql`) reproduces it by name:
+converter (:func:`kbqa_lit.kb.lf.sparql.sexpr_to_sparql`) reproduces it by name:
 
 ==================  ==============  ================================================================
 semantics           dataset alias   rule (read off the datasets' gold SPARQL / gold answers)
@@ -25,7 +25,7 @@ member with the best value (GrailQA's ``MAX`` sub-query; the default of the othe
 from __future__ import annotations
 
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.iri import XSD
+from kbqa_lit.kb.lf.iri import XSD
 
 #: Canonical semantics names.
 SEMANTICS = ("exclude-topic", "exclude-source", "distinct-nodes", "simple-path", "plain")

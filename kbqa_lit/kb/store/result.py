@@ -1,7 +1,7 @@
 """The outcome of executing one query: :class:`ExecutionResult`, what every knowledge-base store returns.
 
-Its own file so that the caches (:mod:`kbqa_lit.kb.cache`), the batch rules
-(:mod:`kbqa_lit.kb.store_batch`) and the stores can all name it without importing each other.
+Its own file so that the caches (:mod:`kbqa_lit.kb.store.cache`), the batch rules
+(:mod:`kbqa_lit.kb.store.batch`) and the stores can all name it without importing each other.
 Import it from :mod:`kbqa_lit.kb.store` like the rest of the store API.
 """
 

@@ -7,7 +7,7 @@ relation–entity pairs use it). :class:`RelationChains` answers "does some path
 ``?x <r1> ?y . ?y <r2> ?z`` exist" (FC-KBQA's relation–relation pairs; a hop written ``(R r)``
 goes backwards): one ``ASK`` per pair
 (it stops at the first match, which matters on a large KB), sent together through
-:func:`~kbqa_lit.kb.execute.execute_many` (one round trip per batch on the Oxigraph and endpoint
+:func:`~kbqa_lit.kb.store.execute.execute_many` (one round trip per batch on the Oxigraph and endpoint
 stores) and cached per pair. :class:`TypedRelations` answers "is some instance of class ``c`` the
 subject (or object) of ``r``" the same way (FC-KBQA's class–relation pairs when the ontology is
 not trusted). A query that fails counts as "not connected".
@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kbqa_lit.kb.execute import execute_many
-from kbqa_lit.kb.iri import TYPE_RELATION, iri, is_entity_id, local_id
-from kbqa_lit.kb.sexpr import base_relation
+from kbqa_lit.kb.lf.iri import TYPE_RELATION, iri, is_entity_id, local_id
+from kbqa_lit.kb.lf.sexpr import base_relation
+from kbqa_lit.kb.store.execute import execute_many
 
 
 def ask_query(relation: str, entity: str) -> str:
@@ -98,7 +98,7 @@ class RelationChains:
 
     Args:
         store: Anything with ``execute`` (and ideally ``execute_many``): an Oxigraph or endpoint store.
-        batch_size: ASK queries per :func:`~kbqa_lit.kb.execute.execute_many` call.
+        batch_size: ASK queries per :func:`~kbqa_lit.kb.store.execute.execute_many` call.
     """
 
     def __init__(self, store: Any, batch_size: int = 100) -> None:
@@ -133,7 +133,7 @@ class TypedRelations:
 
     Args:
         store: Anything with ``execute`` (and ideally ``execute_many``).
-        batch_size: ASK queries per :func:`~kbqa_lit.kb.execute.execute_many` call.
+        batch_size: ASK queries per :func:`~kbqa_lit.kb.store.execute.execute_many` call.
     """
 
     def __init__(self, store: Any, batch_size: int = 100) -> None:

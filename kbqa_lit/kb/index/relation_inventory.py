@@ -3,7 +3,7 @@
 :class:`RelationInventory` holds the relation ids of a KB (``SELECT DISTINCT ?p`` over the store,
 without the naming/typing plumbing: ``type.object.name``, ``type.object.type``,
 ``common.topic.alias`` and every IRI outside the Freebase namespace such as ``rdf:``/``rdfs:``)
-and their readable text (:func:`~kbqa_lit.kb.normalize.schema_to_words`:
+and their readable text (:func:`~kbqa_lit.kb.lf.normalize.schema_to_words`:
 ``people.person.place_of_birth`` → ``people , person , place of birth``). It is cached in a
 JSON file next to the store (``<store>.relations.json``, keyed by the store's build id), read
 from a file (JSON ``{"relations": [...]}``, a JSON list, or one id per line), or scanned from an
@@ -30,8 +30,8 @@ from typing import Any
 from rank_bm25 import BM25Okapi
 
 from kbqa_lit.errors import DataFormatError, StoreError, UserInputError
-from kbqa_lit.kb.iri import ALIAS_RELATION, NAME_RELATION, NS, TYPE_RELATION, is_schema_id
-from kbqa_lit.kb.normalize import schema_to_words
+from kbqa_lit.kb.lf.iri import ALIAS_RELATION, NAME_RELATION, NS, TYPE_RELATION, is_schema_id
+from kbqa_lit.kb.lf.normalize import schema_to_words
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """A SPARQL 1.1 endpoint over HTTP as a knowledge base (:class:`EndpointStore`; Virtuoso, QLever, Fuseki).
 
-Same contract as the embedded store (:mod:`kbqa_lit.kb.store_base`): answers of the first projected
+Same contract as the embedded store (:mod:`kbqa_lit.kb.store.base`): answers of the first projected
 variable, a per-query timeout, updates refused, results cached; an unreachable endpoint raises
 :class:`~kbqa_lit.errors.EndpointUnreachableError` only from :meth:`EndpointStore.ping`.
 """
@@ -12,10 +12,10 @@ import time
 from typing import Any
 
 from kbqa_lit.errors import EndpointUnreachableError, StoreError
-from kbqa_lit.kb.cache import ExecutionCache
-from kbqa_lit.kb.iri import local_id
-from kbqa_lit.kb.literals import canonical_literal
-from kbqa_lit.kb.store_base import ExecutionResult, _CachingStore
+from kbqa_lit.kb.lf.iri import local_id
+from kbqa_lit.kb.lf.literals import canonical_literal
+from kbqa_lit.kb.store.base import ExecutionResult, _CachingStore
+from kbqa_lit.kb.store.cache import ExecutionCache
 
 
 def _http_body(exc: BaseException) -> str:
@@ -46,7 +46,7 @@ class EndpointStore(_CachingStore):
     sets; it answers HTTP 500 ``S1T00``, reported as a failed query). Do NOT pass Virtuoso's
     ``timeout`` request parameter: it returns partial results with HTTP 200 (only an
     ``X-SQL-State: S1TAT`` header says so), which would be cached as answers. Typed-literal
-    answers are put in canonical form (:mod:`kbqa_lit.kb.literals`) so they equal Oxigraph's.
+    answers are put in canonical form (:mod:`kbqa_lit.kb.lf.literals`) so they equal Oxigraph's.
 
     Args:
         url: The endpoint URL (``http://host:8890/sparql``).

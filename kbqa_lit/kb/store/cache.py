@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, TypeVar
 from kbqa_lit.errors import StoreError
 
 if TYPE_CHECKING:
-    from kbqa_lit.kb.result import ExecutionResult
+    from kbqa_lit.kb.store.result import ExecutionResult
 
 T = TypeVar("T")
 

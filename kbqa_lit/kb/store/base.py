@@ -5,14 +5,14 @@
 - :class:`KnowledgeBase` / :class:`BatchKnowledgeBase`: the contract of a store;
 - :func:`update_keyword`: SPARQL Update requests are refused by every store;
 - :class:`_CachingStore`: the in-memory LRU and optional on-disk cache
-  (:class:`~kbqa_lit.kb.cache.ExecutionCache`), counters, and the never-raising ``execute``;
+  (:class:`~kbqa_lit.kb.store.cache.ExecutionCache`), counters, and the never-raising ``execute``;
 - :func:`is_endpoint`: whether a store spec is an endpoint URL or a store directory.
 
-:class:`ExecutionResult` lives in :mod:`kbqa_lit.kb.result` and the batch rules in
-:mod:`kbqa_lit.kb.store_batch` (both import nothing of the stores, so there is no import circle).
+:class:`ExecutionResult` lives in :mod:`kbqa_lit.kb.store.result` and the batch rules in
+:mod:`kbqa_lit.kb.store.batch` (both import nothing of the stores, so there is no import circle).
 
 The stores themselves are :class:`~kbqa_lit.kb.store.OxigraphStore` and
-:class:`~kbqa_lit.kb.endpoint_store.EndpointStore`; import all of these from :mod:`kbqa_lit.kb.store`.
+:class:`~kbqa_lit.kb.store.endpoint.EndpointStore`; import all of these from :mod:`kbqa_lit.kb.store`.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from kbqa_lit.kb.cache import ExecutionCache, LRUCache
-from kbqa_lit.kb.result import ExecutionResult
-from kbqa_lit.kb.store_batch import cached_execute_many
+from kbqa_lit.kb.store.batch import cached_execute_many
+from kbqa_lit.kb.store.cache import ExecutionCache, LRUCache
+from kbqa_lit.kb.store.result import ExecutionResult
 
 log = logging.getLogger("kbqa_lit.kb.store")
 
@@ -88,7 +88,7 @@ class KnowledgeBase(Protocol):
 class BatchKnowledgeBase(KnowledgeBase, Protocol):
     """A knowledge base that also executes several queries at once (both stores here).
 
-    For any other :class:`KnowledgeBase`, :func:`kbqa_lit.kb.execute.execute_many` falls back to
+    For any other :class:`KnowledgeBase`, :func:`kbqa_lit.kb.store.execute.execute_many` falls back to
     a loop over ``execute``.
     """
 

@@ -3,12 +3,12 @@
 The generated query is ``SELECT DISTINCT ?x WHERE { ... }`` (or ``SELECT (COUNT(DISTINCT ?x) AS
 ?count)`` for ``COUNT``) with full IRIs under ``http://rdf.freebase.com/ns/`` — Oxigraph rejects
 prefixed names such as ``ns:people.person.nationality`` — and ``||`` rather than Virtuoso's
-``OR``. Every atom was validated by :func:`kbqa_lit.kb.sexpr.parse_sexpr` (ids are
+``OR``. Every atom was validated by :func:`kbqa_lit.kb.lf.sexpr.parse_sexpr` (ids are
 ``[A-Za-z0-9_.]``, datatypes are checked IRIs) and quoted strings are re-escaped here, so no
 input can inject SPARQL.
 
 Semantics (one per dataset, ``semantics=``; names and dataset aliases in
-:mod:`kbqa_lit.kb.semantics`): ``exclude-topic`` (WebQSP, synthetic), ``exclude-source`` (CWQ),
+:mod:`kbqa_lit.kb.lf.semantics`): ``exclude-topic`` (WebQSP, synthetic), ``exclude-source`` (CWQ),
 ``distinct-nodes`` (GrailQA), ``simple-path`` (MetaQA), ``plain`` (PathQuestion).
 
 Other conventions: literal answers are kept only when untagged or English; CVT hops are plain
@@ -16,7 +16,7 @@ intermediate variables; ``(R r)`` reverses a relation; a class as the object of 
 class node itself (``(JOIN type.object.type C)``: whose type is C), elsewhere a class stands for
 its instances; ``ARGMAX``/``ARGMIN`` sort by the value reached through a relation or a ``JOIN``
 chain, cast to its type (the ontology range of the last relation, else the literal's datatype:
-:func:`kbqa_lit.kb.semantics.order_key`), and keep one member (``ties="first"``: the first
+:func:`kbqa_lit.kb.lf.semantics.order_key`), and keep one member (``ties="first"``: the first
 superlative becomes the query's ``ORDER BY ... LIMIT 1``, others a sub-select with ``LIMIT 1``)
 or every tied member (``ties="all"``: a ``MAX``/``MIN`` sub-query); comparatives and ``TC``
 compare dates on their lexical prefix (``SUBSTR(STR(?v), 1, n)``) so that gYear, date and
@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.iri import NS, TYPE_RELATION, XSD
-from kbqa_lit.kb.semantics import (
+from kbqa_lit.kb.lf.iri import NS, TYPE_RELATION, XSD
+from kbqa_lit.kb.lf.semantics import (
     FLOAT_RANGES,
     INTEGER_RANGES,
     SEMANTICS,
@@ -47,10 +47,10 @@ from kbqa_lit.kb.semantics import (
     resolve_semantics,
     resolve_ties,
 )
-from kbqa_lit.kb.sexpr import COMPARATORS, NUMBER_RE, Atom, Call, SExpr, parse_sexpr, to_sexpr_string
+from kbqa_lit.kb.lf.sexpr import COMPARATORS, NUMBER_RE, Atom, Call, SExpr, parse_sexpr, to_sexpr_string
 
 if TYPE_CHECKING:
-    from kbqa_lit.kb.ontology import Ontology
+    from kbqa_lit.kb.lf.ontology import Ontology
 
 __all__ = ["SEMANTICS", "SEMANTICS_NAMES", "parse_literal", "sexpr_to_sparql"]
 ANSWER_VAR = "?x"
@@ -456,7 +456,7 @@ def sexpr_to_sparql(
     Args:
         expr: S-expression text or a parsed tree.
         semantics: A semantics name or dataset alias (:data:`SEMANTICS_NAMES`; see
-            :mod:`kbqa_lit.kb.semantics`).
+            :mod:`kbqa_lit.kb.lf.semantics`).
         keep_ties: Deprecated spelling of ``ties``: ``True`` is ``"all"``, ``False`` ``"first"``.
         now_year: The year that ``NOW`` stands for in time constraints (year granularity when
             not 2015 and no ``now_date`` is given).

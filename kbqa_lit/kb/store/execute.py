@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.sparql import sexpr_to_sparql
-from kbqa_lit.kb.store import ExecutionResult, KnowledgeBase
+from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
+from kbqa_lit.kb.store.base import ExecutionResult, KnowledgeBase
 
 if TYPE_CHECKING:
-    from kbqa_lit.kb.ontology import Ontology
+    from kbqa_lit.kb.lf.ontology import Ontology
 
 
 def run_sexpr(
@@ -27,7 +27,7 @@ def run_sexpr(
     Args:
         kb: The store to execute on.
         expr: The S-expression text.
-        semantics: Answer semantics or dataset alias (see :mod:`kbqa_lit.kb.semantics`).
+        semantics: Answer semantics or dataset alias (see :mod:`kbqa_lit.kb.lf.semantics`).
         keep_ties: Deprecated spelling of ``ties`` (``True`` is ``"all"``).
         ties: ``"first"`` or ``"all"`` for ARGMAX/ARGMIN; ``None`` takes the semantics' default.
         ontology: The Freebase schema (ARGMAX casts by range, CVT hops), optional.

@@ -9,7 +9,7 @@ on-disk Oxigraph store opened read-only, and :class:`EndpointStore`, any SPARQL 
 - enforce a per-query timeout;
 - are read-only: SPARQL updates (``INSERT``/``DELETE``/``LOAD``/``CLEAR``/``DROP``...) are refused;
 - cache results by query text in memory (LRU) and, optionally, on disk
-  (:class:`~kbqa_lit.kb.cache.ExecutionCache`, shared between processes).
+  (:class:`~kbqa_lit.kb.store.cache.ExecutionCache`, shared between processes).
 
 Answers are the values of the FIRST projected variable of each solution, deduplicated in order:
 IRIs under the Freebase namespace become bare ids (``m.0abc``), other IRIs stay whole, literals
@@ -17,8 +17,8 @@ give their lexical value (as the store returns it: Oxigraph canonicalises typed 
 ``"1e+12"^^xsd:float`` comes back as ``1000000000000`` and ``"09"^^xsd:integer`` as ``9``).
 ``ASK`` gives ``["true"]`` or ``["false"]``.
 
-The shared parts (result, protocols, update refusal, caches) are in :mod:`kbqa_lit.kb.store_base`,
-the endpoint in :mod:`kbqa_lit.kb.endpoint_store`; everything is importable from here.
+The shared parts (result, protocols, update refusal, caches) are in :mod:`kbqa_lit.kb.store.base`,
+the endpoint in :mod:`kbqa_lit.kb.store.endpoint`; everything is importable from here.
 """
 
 from __future__ import annotations
@@ -31,10 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import StoreError
-from kbqa_lit.kb.cache import ExecutionCache
-from kbqa_lit.kb.endpoint_store import EndpointStore
-from kbqa_lit.kb.oxigraph_runner import STORE_MARKER, ProcessRunner, ThreadRunner
-from kbqa_lit.kb.store_base import (
+from kbqa_lit.kb.store.base import (
     UPDATE_KEYWORDS,
     BatchKnowledgeBase,
     ExecutionResult,
@@ -43,6 +40,9 @@ from kbqa_lit.kb.store_base import (
     is_endpoint,
     update_keyword,
 )
+from kbqa_lit.kb.store.cache import ExecutionCache
+from kbqa_lit.kb.store.endpoint import EndpointStore
+from kbqa_lit.kb.store.oxigraph_runner import STORE_MARKER, ProcessRunner, ThreadRunner
 
 
 def _store_identity(path: Path) -> str:
@@ -74,7 +74,7 @@ class OxigraphStore(_CachingStore):
       faster: a thread per query costs about as much as the pipe round trip.
 
     Args:
-        path: The store directory (built by :func:`kbqa_lit.kb.loaders.build_store`).
+        path: The store directory (built by :func:`kbqa_lit.kb.store.loaders.build_store`).
         timeout: Seconds a query may run before it is given up (``ok=False``, ``error`` says timeout).
         cache_size: Capacity of the in-memory LRU cache (``0`` disables it).
         disk_cache: An optional shared on-disk cache.
@@ -130,7 +130,7 @@ class OxigraphStore(_CachingStore):
     def build(
         cls, out_dir: str | Path, files: list[str | Path], fmt: str, *, overwrite: bool = False, **kwargs: Any
     ) -> OxigraphStore:
-        """Build a store from triple files (see :func:`kbqa_lit.kb.loaders.build_store`) and open it.
+        """Build a store from triple files (see :func:`kbqa_lit.kb.store.loaders.build_store`) and open it.
 
         Args:
             out_dir: The new store directory.
@@ -143,7 +143,7 @@ class OxigraphStore(_CachingStore):
             The opened store; its ``build_stats`` attribute holds the loader's statistics.
 
         """
-        from kbqa_lit.kb.loaders import build_store
+        from kbqa_lit.kb.store.loaders import build_store
 
         stats = build_store(out_dir, files, fmt, overwrite=overwrite)
         store = cls(out_dir, **kwargs)

@@ -29,7 +29,7 @@ which includes its own system graphs (``virtrdf:``, about 2,500 triples); ``[SPA
 DefaultGraph`` in the ini does not change that. The data therefore goes into one named graph
 (``graph``) and :meth:`~VirtuosoServer.store` sends ``default-graph-uri=<graph>`` with every
 query (the standard SPARQL protocol parameter), so the default graph is exactly the loaded data.
-Queries from :func:`~kbqa_lit.kb.sparql.sexpr_to_sparql` always name Freebase relations, so they
+Queries from :func:`~kbqa_lit.kb.lf.sparql.sexpr_to_sparql` always name Freebase relations, so they
 would give the same answers over the union too.
 
 A fresh database gets a random dba password (kept in the state file) unless ``password`` is
@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import StoreError
-from kbqa_lit.kb.virtuoso_config import (
+from kbqa_lit.kb.virtuoso.config import (
     BUFFERS_PER_GB,
     INSTALL_HINT,
     LOG_FILE,

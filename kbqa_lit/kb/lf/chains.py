@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kbqa_lit.kb.sexpr import Atom, Call, SExpr, parse_sexpr
+from kbqa_lit.kb.lf.sexpr import Atom, Call, SExpr, parse_sexpr
 
 
 @dataclass(frozen=True, order=True)

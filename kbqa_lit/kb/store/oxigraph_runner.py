@@ -35,12 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import StoreError
-from kbqa_lit.kb.iri import local_id
+from kbqa_lit.kb.lf.iri import local_id
 
-#: File that :func:`kbqa_lit.kb.loaders.build_store` writes into a store directory (build id, stats).
+#: File that :func:`kbqa_lit.kb.store.loaders.build_store` writes into a store directory (build id, stats).
 STORE_MARKER = "kbqa_store.json"
 
-_WORKER_CODE = "from kbqa_lit.kb.oxigraph_runner import worker_main; worker_main()"
+_WORKER_CODE = "from kbqa_lit.kb.store.oxigraph_runner import worker_main; worker_main()"
 
 
 def _fail(kind: str, error: str) -> dict[str, Any]:

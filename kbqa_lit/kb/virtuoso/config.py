@@ -1,6 +1,6 @@
 """Virtuoso's configuration: find the binaries, size the buffers, write ``virtuoso.ini``.
 
-Used by :class:`kbqa_lit.kb.virtuoso.VirtuosoServer` (which re-exports these names).
+Used by :class:`kbqa_lit.kb.virtuoso.server.VirtuosoServer` (which re-exports these names).
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def render_ini(
     buffers, dirty = buffers_for(memory)
     allowed = [".", str(directory)] + [str(d) for d in dirs_allowed]
     allowed = list(dict.fromkeys(allowed))
-    return f"""; written by kbqa_lit.kb.virtuoso — Virtuoso 7.2 configuration
+    return f"""; written by kbqa_lit.kb.virtuoso.server — Virtuoso 7.2 configuration
 [Database]
 DatabaseFile = {directory}/virtuoso.db
 ErrorLogFile = {directory}/{LOG_FILE}

@@ -52,7 +52,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.sexpr import (
+from kbqa_lit.kb.lf.sexpr import (
     ENTITY_RE,
     NUMBER_RE,
     SCHEMA_RE,
@@ -503,7 +503,7 @@ def denormalize_all(
         max_variants: At most this many readings.
 
     Returns:
-        Distinct S-expressions, each valid for :func:`kbqa_lit.kb.sexpr.parse_sexpr`.
+        Distinct S-expressions, each valid for :func:`kbqa_lit.kb.lf.sexpr.parse_sexpr`.
 
     Raises:
         SExprError: When the text is malformed or a label matches no entity.
@@ -542,7 +542,7 @@ def denormalize_sexpr(
         fuzzy_threshold: Least similarity (see :func:`label_similarity`) of a fuzzy match.
 
     Returns:
-        Single-spaced S-expression text that :func:`kbqa_lit.kb.sexpr.parse_sexpr` accepts.
+        Single-spaced S-expression text that :func:`kbqa_lit.kb.lf.sexpr.parse_sexpr` accepts.
 
     Raises:
         SExprError: When the text is malformed or a label matches no entity.

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import DataFormatError, StoreError, UserInputError
-from kbqa_lit.kb.iri import (
+from kbqa_lit.kb.lf.iri import (
     NAME_RELATION,
     NS,
     TYPE_RELATION,
@@ -42,7 +42,7 @@ from kbqa_lit.kb.iri import (
     is_entity_id,
     relation_id_for,
 )
-from kbqa_lit.kb.oxigraph_runner import STORE_MARKER
+from kbqa_lit.kb.store.oxigraph_runner import STORE_MARKER
 
 FORMATS = ("nt", "tsv", "metaqa", "pathquestion")
 
@@ -343,7 +343,7 @@ def ensure_store(spec: str | Path, files: Sequence[str | Path], fmt: str = "nt")
     """
     from filelock import FileLock
 
-    from kbqa_lit.kb.store_base import is_endpoint
+    from kbqa_lit.kb.store.base import is_endpoint
 
     if is_endpoint(spec):
         return False

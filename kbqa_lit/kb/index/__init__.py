@@ -1,0 +1,1 @@
+"""Indexes over a knowledge base: entity names, the relation inventory, connectivity checks, KB paths."""

@@ -1,0 +1,1 @@
+"""The logical-form language: S-expressions, SPARQL, normalisation, answer semantics, literals, IRIs, ontology."""
