@@ -1,7 +1,7 @@
 """Grammar-constrained decoding: the processor's cost per step, and what it does to `kbqa test`.
 
 Part 1 (always): milliseconds per decoding step of
-:class:`~kbqa_lit.backbones.constrained.GrammarLogitsProcessor` on a simulated beam search —
+:class:`~kbqa_lit.decoding.processor.GrammarLogitsProcessor` on a simulated beam search —
 ``--beams`` beams x ``--batch`` questions x ``--steps`` steps over a tokenizer of ``--vocab``
 tokens trained on normalised gold S-expressions (the real data in ``../shared/data`` when
 present, else a few synthetic ones). Each step every row takes a random allowed token (a walk
@@ -32,10 +32,10 @@ from pathlib import Path
 
 import torch
 
-from kbqa_lit.backbones.constrained import GrammarLogitsProcessor, TokenIndex
 from kbqa_lit.backbones.seq2seq import build_tokenizer
 from kbqa_lit.data.entity_slots import SLOT_TOKENS
-from kbqa_lit.kb.grammar import BaseRules, EntityRules, SchemaRules, SExprGrammar
+from kbqa_lit.decoding.grammar import BaseRules, EntityRules, SchemaRules, SExprGrammar
+from kbqa_lit.decoding.processor import GrammarLogitsProcessor, TokenIndex
 from kbqa_lit.kb.lf.normalize import normalize_sexpr
 from kbqa_lit.kb.lf.sexpr import schema_items
 

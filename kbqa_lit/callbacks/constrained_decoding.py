@@ -1,16 +1,16 @@
 """The ``constrained`` setting of :class:`~kbqa_lit.callbacks.execution_eval.ExecutionGuidedEval`.
 
 :class:`ConstrainedDecoding` builds one batch's
-:class:`~kbqa_lit.backbones.constrained.GrammarLogitsProcessor` over
-:class:`~kbqa_lit.kb.grammar.SExprGrammar` rule sets:
+:class:`~kbqa_lit.decoding.processor.GrammarLogitsProcessor` over
+:class:`~kbqa_lit.decoding.grammar.SExprGrammar` rule sets:
 
-- ``grammar``: well-formed normalised S-expressions only (:class:`~kbqa_lit.kb.grammar.BaseRules`);
+- ``grammar``: well-formed normalised S-expressions only (:class:`~kbqa_lit.decoding.grammar.BaseRules`);
 - ``schema``: also only the store's relations (its relation inventory) and classes (its
   ``type.object.type`` objects, listed once), and entity brackets from the question's linked
   entities (the inference view's ``topic_entities`` and ``meta["entity_candidates"]``; never gold
   fields) and its slots ``[E0]``...;
 - ``connected``: ``schema``, and an entity may stand as a join's argument only when the KB has the
-  join's edge at it (:class:`~kbqa_lit.kb.grammar_anchor.AnchoredEntityRules`; the linked entities'
+  join's edge at it (:class:`~kbqa_lit.decoding.anchor.AnchoredEntityRules`; the linked entities'
   edges are read from the store, once per entity);
 - ``datamodule``: the rule sets the datamodule's ``decoding_rules(example)`` gives for each
   question (FC-KBQA's KB-connected pairs).
@@ -24,12 +24,12 @@ from typing import Any
 import lightning as L
 from lightning.pytorch.utilities import rank_zero_warn
 
-from kbqa_lit.backbones.constrained import GrammarLogitsProcessor, TokenIndex
 from kbqa_lit.data.entity_slots import SLOT_TOKENS, topic_slots
 from kbqa_lit.data.schema import KBQAExample
+from kbqa_lit.decoding.anchor import AnchoredEntity, AnchoredEntityRules
+from kbqa_lit.decoding.grammar import BaseRules, EntityRules, SchemaRules, SExprGrammar, entity_bracket
+from kbqa_lit.decoding.processor import GrammarLogitsProcessor, TokenIndex
 from kbqa_lit.errors import StoreError
-from kbqa_lit.kb.grammar import BaseRules, EntityRules, SchemaRules, SExprGrammar, entity_bracket
-from kbqa_lit.kb.grammar_anchor import AnchoredEntity, AnchoredEntityRules
 from kbqa_lit.kb.index.entity_index import relation_edges
 from kbqa_lit.kb.index.relation_inventory import RelationInventory, store_classes
 

@@ -33,7 +33,7 @@ named ``oracle_{val,test}_predictions_epoch{E}.jsonl``; each row records its ``l
 ``linked`` entities.
 
 Constrained decoding (``constrained``: ``grammar``, ``schema``, ``connected`` or ``datamodule``)
-passes a :class:`~kbqa_lit.backbones.constrained.GrammarLogitsProcessor` to ``generate_lf``; the rule sets
+passes a :class:`~kbqa_lit.decoding.processor.GrammarLogitsProcessor` to ``generate_lf``; the rule sets
 of each mode are in :mod:`kbqa_lit.callbacks.constrained_decoding` (never gold fields). Each row
 records its ``constrained`` mode.
 

@@ -1,5 +1,5 @@
 """The ground floor; it imports nothing else of kbqa_lit.
 
-The logical-form language (``lf/``), stores (``store/``), indexes (``index/``), Virtuoso administration
-(``virtuoso/``) and the decoding grammar (``grammar*.py``).
+The logical-form language (``lf/``), stores (``store/``), indexes (``index/``) and Virtuoso
+administration (``virtuoso/``). The decoding grammar is one floor up, in :mod:`kbqa_lit.decoding`.
 """

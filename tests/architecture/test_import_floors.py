@@ -2,7 +2,8 @@
 
 Floors, lowest first (``docs/architecture.md``)::
 
-    kb  <  data, metrics  <  backbones  <  llm  <  datamodules, modules  <  pipelines, callbacks  <  tools, cli
+    kb  <  decoding  <  data, metrics  <  backbones  <  llm  <  datamodules, modules  <  pipelines, callbacks
+        <  tools, cli
 
 ``metrics`` needs only ``kb`` (logical-form EM parses S-expressions); ``backbones`` needs nothing
 of the project; ``runner``, ``tracking`` and ``strategies`` are self-contained.
@@ -28,14 +29,26 @@ COMMON = {"errors", ""}
 #: Floor → the floors it may import (its own included).
 ALLOWED: dict[str, set[str]] = {
     "kb": {"kb"},
+    "decoding": {"kb", "decoding"},
     "metrics": {"kb", "metrics"},
-    "data": {"kb", "data"},
+    "data": {"kb", "decoding", "data"},
     "backbones": {"backbones"},
     "llm": {"backbones", "llm"},
-    "datamodules": {"kb", "data", "backbones", "datamodules"},
+    "datamodules": {"kb", "decoding", "data", "backbones", "datamodules"},
     "modules": {"kb", "data", "backbones", "modules"},
-    "pipelines": {"kb", "data", "metrics", "backbones", "llm", "datamodules", "modules", "pipelines"},
-    "callbacks": {"kb", "data", "metrics", "backbones", "llm", "datamodules", "modules", "pipelines", "callbacks"},
+    "pipelines": {"kb", "decoding", "data", "metrics", "backbones", "llm", "datamodules", "modules", "pipelines"},
+    "callbacks": {
+        "kb",
+        "decoding",
+        "data",
+        "metrics",
+        "backbones",
+        "llm",
+        "datamodules",
+        "modules",
+        "pipelines",
+        "callbacks",
+    },
     "runner": {"runner"},
     "tracking": {"tracking"},
     "strategies": {"strategies"},

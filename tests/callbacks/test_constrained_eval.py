@@ -13,7 +13,7 @@ from kbqa_lit.callbacks.constrained_decoding import ConstrainedDecoding
 from kbqa_lit.callbacks.execution_eval import ExecutionGuidedEval
 from kbqa_lit.data.schema import write_jsonl
 from kbqa_lit.datamodules.coq.generation import GenerationDataModule
-from kbqa_lit.kb.grammar import BaseRules, SExprGrammar
+from kbqa_lit.decoding.grammar import BaseRules, SExprGrammar
 from kbqa_lit.kb.store import open_store
 from kbqa_lit.modules.multitask_generator import MultitaskGenerator
 from tests.helpers.tiny import ONE_LAYER_T5

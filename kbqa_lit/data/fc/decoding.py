@@ -1,7 +1,7 @@
 """The decoding constraint of one question from its components: FC's pair rules for the grammar-constrained decoder.
 
 :func:`pair_rules` turns :class:`~kbqa_lit.data.fc.composer_examples.Components` (the detected
-pairs and entities) into :class:`~kbqa_lit.kb.grammar_pairs.PairRules`, the stricter rule set of
+pairs and entities) into :class:`~kbqa_lit.decoding.pairs.PairRules`, the stricter rule set of
 the project's one grammar-constrained processor. Both users build it here: the FC pipeline's
 composer stage (:mod:`kbqa_lit.pipelines.fc.compose`) and the composer datamodule's
 ``decoding_rules`` hook, which the execution-guided callback asks under ``constrained: datamodule``.
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Literal
 
 from kbqa_lit.data.fc.composer_examples import Components
-from kbqa_lit.kb.grammar_pairs import PairRules
-from kbqa_lit.kb.grammar_rules import entity_bracket
+from kbqa_lit.decoding.pairs import PairRules
+from kbqa_lit.decoding.rules import entity_bracket
 
 
 def pair_rules(
@@ -29,7 +29,7 @@ def pair_rules(
         components: Its pairs and entities (entity brackets are the labels as the normaliser writes them).
         bare_entities: The slot words of its entities (``[E0]``...), when the composer writes slots.
         mode: ``trie`` (exact items) or ``bag`` (the paper's bag of words).
-        chain_heads: See :class:`~kbqa_lit.kb.grammar_pairs.PairRules`.
+        chain_heads: See :class:`~kbqa_lit.decoding.pairs.PairRules`.
     """
     by_kind: dict[str, list[tuple[str, str]]] = {}
     for p in components.pairs:

@@ -48,8 +48,8 @@ from kbqa_lit.data.linking import inference_view
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.datamodules.fc.seq2seq import FCSeq2SeqDataModule
 from kbqa_lit.datamodules.split_files import canonical_split
+from kbqa_lit.decoding.pairs import PAIR_MODES
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.grammar_pairs import PAIR_MODES
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class ComposerDataModule(FCSeq2SeqDataModule):
         max_input_words: The inputs' length limit in words (pairs cut, worst first); ``None``: none.
         pair_constraint: Mode of :meth:`decoding_rules`: ``trie`` (exact items) or ``bag`` (the paper's).
         chain_heads: Relations this many pairs from an entity's are allowed first (see
-            :class:`~kbqa_lit.kb.grammar_pairs.PairRules`).
+            :class:`~kbqa_lit.decoding.pairs.PairRules`).
         **kwargs: The arguments of :class:`~kbqa_lit.datamodules.fc.seq2seq.FCSeq2SeqDataModule`;
             ``oracle`` is ``none``, ``linking`` or ``components``.
     """

@@ -3,9 +3,9 @@
 :class:`ComposerStage` writes each question's composer input
 (:func:`~kbqa_lit.data.fc.composer_examples.composer_row`, as the composer was trained on), runs
 beam search with the KB-connected pairs as the decoding constraint — the project's one
-grammar-constrained processor (:class:`~kbqa_lit.backbones.constrained.GrammarLogitsProcessor`
-over :class:`~kbqa_lit.kb.grammar.SExprGrammar`) with FC's rule set
-(:class:`~kbqa_lit.kb.grammar_pairs.PairRules`, ``constraint: trie`` or the paper's ``bag``;
+grammar-constrained processor (:class:`~kbqa_lit.decoding.processor.GrammarLogitsProcessor`
+over :class:`~kbqa_lit.decoding.grammar.SExprGrammar`) with FC's rule set
+(:class:`~kbqa_lit.decoding.pairs.PairRules`, ``constraint: trie`` or the paper's ``bag``;
 ``none`` is the −decode-constraint ablation) — puts the entity labels back into slot-masked
 beams and picks the first beam that executes to a non-empty answer
 (:class:`~kbqa_lit.pipelines.execution_guided.ExecutionGuidedSelector`), as for CoQ.
@@ -17,13 +17,13 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from kbqa_lit.backbones.constrained import GrammarLogitsProcessor, TokenIndex
 from kbqa_lit.data.entity_slots import SLOT_TOKENS, topic_slots, unmask_lf
 from kbqa_lit.data.fc.composer_examples import Components, composer_row
 from kbqa_lit.data.fc.decoding import pair_rules
 from kbqa_lit.data.schema import KBQAExample
+from kbqa_lit.decoding.grammar import BaseRules, SExprGrammar
+from kbqa_lit.decoding.processor import GrammarLogitsProcessor, TokenIndex
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.grammar import BaseRules, SExprGrammar
 from kbqa_lit.kb.lf.normalize import invert_labels
 from kbqa_lit.kb.store import KnowledgeBase
 from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector, Selection
@@ -54,7 +54,7 @@ class ComposerStage:
         constraint: ``trie`` (exact pair items), ``bag`` (the paper's bag of words) or ``none``.
         num_beams: Beams per question (all are tried in order).
         max_new_tokens: Longest logical form.
-        chain_heads: See :class:`~kbqa_lit.kb.grammar_pairs.PairRules`.
+        chain_heads: See :class:`~kbqa_lit.decoding.pairs.PairRules`.
         mask_entities: Entities as slots (as the composer was trained).
         knowledge: ``pairs``, ``components`` or ``none`` in the input (as trained).
         use_skeletons: Write the skeletons into the input (as trained).

@@ -1,10 +1,10 @@
-"""FC-KBQA's KB-connected pairs as a rule set of the S-expression grammar (:mod:`kbqa_lit.kb.grammar`).
+"""FC-KBQA's KB-connected pairs as a rule set of the S-expression grammar (:mod:`kbqa_lit.decoding.grammar`).
 
 :class:`PairRules` is the stricter rule set of the one grammar-constrained decoder
-(:class:`~kbqa_lit.backbones.constrained.GrammarLogitsProcessor` over
-:class:`~kbqa_lit.kb.grammar.SExprGrammar`): ``SExprGrammar([BaseRules(slots), PairRules(...)])``.
+(:class:`~kbqa_lit.decoding.processor.GrammarLogitsProcessor` over
+:class:`~kbqa_lit.decoding.grammar.SExprGrammar`): ``SExprGrammar([BaseRules(slots), PairRules(...)])``.
 It decides the ``relation``, ``class`` and ``entity`` brackets from what was written before
-(the grammar's context holds every atom written so far, see :mod:`kbqa_lit.kb.grammar`):
+(the grammar's context holds every atom written so far, see :mod:`kbqa_lit.decoding.grammar`):
 
 - **from the start**: the detected entities (labels in brackets, slot words bare), the classes of
   ``P_c-r``, the relations of ``P_r-e`` and, with ``chain_heads`` = k > 0 (default 2), the
@@ -20,7 +20,7 @@ It decides the ``relation``, ``class`` and ``entity`` brackets from what was wri
 
 Pairs name relation ids; a reverse hop ``(R r)`` counts as ``r`` (the grammar writes the
 direction as ``( reverse [ r ] )``, the rule restricts which relation). Literals and keywords are
-left to the earlier rules (:class:`~kbqa_lit.kb.grammar_rules.BaseRules`).
+left to the earlier rules (:class:`~kbqa_lit.decoding.rules.BaseRules`).
 
 **Modes** (``mode``): ``trie`` (default, strict) — a bracket spells exactly one allowed item (a
 word trie, followed token by token by the processor's token-id tries); ``bag`` (the paper's bag
@@ -34,8 +34,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import Literal
 
+from kbqa_lit.decoding.rules import Context, PhraseVocab, RoleVocab, WordOptions, word_options
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.grammar_rules import Context, PhraseVocab, RoleVocab, WordOptions, word_options
 from kbqa_lit.kb.lf.normalize import schema_to_words
 from kbqa_lit.kb.lf.sexpr import base_relation
 

@@ -1,4 +1,4 @@
-"""The KB-anchored entity rule of the S-expression grammar (:mod:`kbqa_lit.kb.grammar`).
+"""The KB-anchored entity rule of the S-expression grammar (:mod:`kbqa_lit.decoding.grammar`).
 
 A generator that writes ``( join ( reverse [ people , person , place of birth ] ) [E0] )`` for
 "where was the performer of Radio Sessions born" names a relation that the album ``[E0]`` does not
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kbqa_lit.kb.grammar_rules import Context, EntityRules, RoleVocab
+from kbqa_lit.decoding.rules import Context, EntityRules, RoleVocab
 from kbqa_lit.kb.lf.normalize import schema_to_words
 
 

@@ -3,7 +3,7 @@
 :class:`GrammarLogitsProcessor` lets beam search (any ``num_beams``, a batch of questions) emit
 only prefixes of what a *word grammar* accepts, and end (EOS) only where the grammar says the
 text is complete. The grammar is any object with the four methods of :class:`WordGrammar` —
-in this project :class:`kbqa_lit.kb.grammar.SExprGrammar` (normalised S-expressions), built by
+in this project :class:`kbqa_lit.decoding.grammar.SExprGrammar` (normalised S-expressions), built by
 the caller, since this floor imports nothing of the project.
 
 Words and tokens. The project's tokenizers (and T5's sentencepiece) pre-tokenise on whitespace
@@ -46,7 +46,7 @@ _DEAD = ("<dead>",)
 
 
 class OpenWordClass(Protocol):
-    """An open word class (see :class:`kbqa_lit.kb.grammar.OpenWord`)."""
+    """An open word class (see :class:`kbqa_lit.decoding.grammar.OpenWord`)."""
 
     name: str
     chars: str

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kbqa_lit.kb.grammar import BaseRules, SchemaRules, SExprGrammar
-from kbqa_lit.kb.grammar_anchor import AnchoredEntity, AnchoredEntityRules
+from kbqa_lit.decoding.anchor import AnchoredEntity, AnchoredEntityRules
+from kbqa_lit.decoding.grammar import BaseRules, SchemaRules, SExprGrammar
 
 SLOTS = tuple(f"[E{k}]" for k in range(8))
 NATIONALITY, DIRECTED = "people.person.nationality", "film.film.directed_by"

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from kbqa_lit.kb.grammar import (
+from kbqa_lit.decoding.grammar import (
     BaseRules,
     EntityRules,
     PhraseVocab,

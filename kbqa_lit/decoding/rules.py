@@ -1,11 +1,11 @@
-"""Word classes, bracket vocabularies and rule sets of the S-expression grammar (:mod:`kbqa_lit.kb.grammar`).
+"""Word classes, bracket vocabularies and rule sets of the S-expression grammar (:mod:`kbqa_lit.decoding.grammar`).
 
 A rule set decides what may stand in brackets (and as bare entity words such as the slots
 ``[E0]``) for each role ``relation``, ``class``, ``entity`` and ``literal``: :class:`BaseRules`
 (anything well formed), :class:`SchemaRules` (an inventory of schema ids), :class:`EntityRules`
 (a question's linked labels and slots). :class:`OpenWord` classes (numbers, free bracket words)
 and the :class:`Vocab` kinds (:class:`PhraseVocab` over a closed list, :class:`FreeSchema`,
-:class:`FreeLabel`) are what the rules return; see :mod:`kbqa_lit.kb.grammar` for how the
+:class:`FreeLabel`) are what the rules return; see :mod:`kbqa_lit.decoding.grammar` for how the
 grammar asks them.
 """
 

@@ -13,7 +13,7 @@ that spells a schema id where a relation or class stands, literals as the normal
 (``13``, ``1998 year``, ``2008-07-08 date``, ``1.0 float``, ``"Young Forrest"``, ``NOW``).
 
 States are immutable and hashable, so a caller may cache anything by state. The token-level
-side (a ``transformers`` logits processor) is :mod:`kbqa_lit.backbones.constrained`.
+side (a ``transformers`` logits processor) is :mod:`kbqa_lit.decoding.processor`.
 
 Rule sets decide what may stand in brackets (and as bare entity words such as the slots
 ``[E0]``) for each role ``relation``, ``class``, ``entity`` and ``literal``:
@@ -32,8 +32,8 @@ last to the first; the first that answers for a role (returns a :class:`RoleVoca
 written in that call, those of its closed sub-calls included (under the sub-call's argument
 index: in ``( join ( reverse [ r ] ) ...`` the join holds ``(0, "relation", r)`` and, for the
 direction, ``(0, "reverse", r)``), so the items of all contexts are every atom written so far.
-FC-KBQA's KB-connected pairs (:class:`kbqa_lit.kb.grammar_pairs.PairRules`) allow relations by
-what was written before them; :class:`kbqa_lit.kb.grammar_anchor.AnchoredEntityRules` returns for
+FC-KBQA's KB-connected pairs (:class:`kbqa_lit.decoding.pairs.PairRules`) allow relations by
+what was written before them; :class:`kbqa_lit.decoding.anchor.AnchoredEntityRules` returns for
 ``entity`` inside ``( join [ r ] ...`` only the entities with an ``r`` edge in that direction. Set
 ``context_free = False`` on such a rule so the grammar does not cache its answer per role alone.
 """
@@ -44,7 +44,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from kbqa_lit.kb.grammar_rules import (
+from kbqa_lit.decoding.rules import (
     ANY_WORD,
     NONE,
     QUOTED,
