@@ -35,7 +35,8 @@ import torch
 from kbqa_lit.backbones.seq2seq import build_tokenizer
 from kbqa_lit.data.entity_slots import SLOT_TOKENS
 from kbqa_lit.decoding.grammar import BaseRules, EntityRules, SchemaRules, SExprGrammar
-from kbqa_lit.decoding.processor import GrammarLogitsProcessor, TokenIndex
+from kbqa_lit.decoding.processor import GrammarLogitsProcessor
+from kbqa_lit.decoding.tokens import TokenIndex
 from kbqa_lit.kb.lf.normalize import normalize_sexpr
 from kbqa_lit.kb.lf.sexpr import schema_items
 

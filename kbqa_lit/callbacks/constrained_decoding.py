@@ -28,7 +28,8 @@ from kbqa_lit.data.entity_slots import SLOT_TOKENS, topic_slots
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.decoding.anchor import AnchoredEntity, AnchoredEntityRules
 from kbqa_lit.decoding.grammar import BaseRules, EntityRules, SchemaRules, SExprGrammar, entity_bracket
-from kbqa_lit.decoding.processor import GrammarLogitsProcessor, TokenIndex
+from kbqa_lit.decoding.processor import GrammarLogitsProcessor
+from kbqa_lit.decoding.tokens import TokenIndex
 from kbqa_lit.errors import StoreError
 from kbqa_lit.kb.index.entity_index import relation_edges
 from kbqa_lit.kb.index.relation_inventory import RelationInventory, store_classes

@@ -12,7 +12,8 @@ from transformers import LogitsProcessorList
 from kbqa_lit.backbones.seq2seq import build_seq2seq, build_tokenizer
 from kbqa_lit.decoding.grammar import BaseRules, SExprGrammar
 from kbqa_lit.decoding.pairs import PairRules
-from kbqa_lit.decoding.processor import GrammarLogitsProcessor, TokenIndex
+from kbqa_lit.decoding.processor import GrammarLogitsProcessor
+from kbqa_lit.decoding.tokens import TokenIndex
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.lf.normalize import schema_to_words
 from tests.helpers.tiny import TINY_T5

@@ -22,7 +22,8 @@ from kbqa_lit.data.fc.composer_examples import Components, composer_row
 from kbqa_lit.data.fc.decoding import pair_rules
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.decoding.grammar import BaseRules, SExprGrammar
-from kbqa_lit.decoding.processor import GrammarLogitsProcessor, TokenIndex
+from kbqa_lit.decoding.processor import GrammarLogitsProcessor
+from kbqa_lit.decoding.tokens import TokenIndex
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.lf.normalize import invert_labels
 from kbqa_lit.kb.store import KnowledgeBase
