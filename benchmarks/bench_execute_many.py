@@ -42,7 +42,7 @@ from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
 from kbqa_lit.kb.store import OxigraphStore
 from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.kb.store.oxigraph_runner import run_query
-from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
+from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "metaqa"
 RELATIONS = [

@@ -42,7 +42,7 @@ from kbqa_lit.kb.lf.sexpr import Atom, SExpr, map_atoms, parse_sexpr, schema_ite
 from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
 from kbqa_lit.kb.store import EndpointStore, OxigraphStore
 from kbqa_lit.kb.store.loaders import build_store
-from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
+from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector
 
 #: (question, beams, label → ids, the gold beam's text)
 Case = tuple[KBQAExample, list[str], dict[str, list[str]], str]

@@ -52,7 +52,6 @@ from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.modules.fc.extractor import ComponentExtractor
 from kbqa_lit.modules.fc.lf_ranker import LogicalFormRanker
 from kbqa_lit.modules.multitask_generator import MultitaskGenerator
-from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
 from kbqa_lit.pipelines.fc.compose import ComposerStage
 from kbqa_lit.pipelines.fc.detection import ComponentDetector
 from kbqa_lit.pipelines.fc.fill import SkeletonFiller
@@ -60,6 +59,7 @@ from kbqa_lit.pipelines.fc.generation import generate_beams
 from kbqa_lit.pipelines.fc.linking import FCEntityLinker, IndexMentionLinker
 from kbqa_lit.pipelines.fc.pairs import PairBuilder
 from kbqa_lit.pipelines.fc.skeleton_neighbours import NeighbourSkeletons
+from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector
 
 BERT = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 128}
 T5 = {"d_model": 128, "d_ff": 256, "num_layers": 2, "num_decoder_layers": 2, "num_heads": 4, "d_kv": 32}

@@ -3,7 +3,7 @@
 The callback is where a generator meets the knowledge base (modules never call stores). On each
 validation / test / predict batch it asks the module for beams of normalised S-expressions
 (``pl_module.generate_lf``) and an answer text (``pl_module.generate_answer``), selects each
-question's answers with :class:`~kbqa_lit.pipelines.execution_guided.ExecutionGuidedSelector`
+question's answers with :class:`~kbqa_lit.pipelines.selection.execution_guided.ExecutionGuidedSelector`
 (first executable beam in order, else the answer text), scores them and keeps one row per
 question. At the end of the epoch it
 
@@ -92,10 +92,10 @@ from kbqa_lit.kb.store.loaders import ensure_store
 from kbqa_lit.metrics.answer_metrics import AnswerMetrics
 from kbqa_lit.metrics.functional import QuestionScore, score_question
 from kbqa_lit.metrics.lf_match import load_reverse_properties, logical_form_em
-from kbqa_lit.pipelines.answer_type import AnswerTypes
-from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector, KBNameLookup, Selection, names_of
-from kbqa_lit.pipelines.path_fallback import PathFallback
-from kbqa_lit.pipelines.type_guard import TypeGuard
+from kbqa_lit.pipelines.selection.answer_type import AnswerTypes
+from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector, KBNameLookup, Selection, names_of
+from kbqa_lit.pipelines.selection.path_fallback import PathFallback
+from kbqa_lit.pipelines.selection.type_guard import TypeGuard
 
 #: Trainer stage → (metric prefix, datamodule split).
 STAGES: dict[str, tuple[str, str]] = {
@@ -163,7 +163,7 @@ class ExecutionGuidedEval(L.Callback):
             ``setup``; a missing file raises :class:`~kbqa_lit.errors.UserInputError` here, a file
             that is not such a checkpoint (or whose tokenizer differs from the data's) in ``setup``.
         path_fallback: When no beam executes, answer with the best-ranked relation path of the
-            linked entities (:mod:`kbqa_lit.pipelines.path_fallback`: the KB's one- and two-hop
+            linked entities (:mod:`kbqa_lit.pipelines.selection.path_fallback`: the KB's one- and two-hop
             paths, ranked by a pretrained sentence encoder's similarity to the question) before
             the answer text. Rows record ``path_fallback``; ``path_fallback_rate`` is logged.
         path_encoder: The sentence encoder of the path fallback (all-MiniLM-L6-v2 offline).
@@ -172,7 +172,7 @@ class ExecutionGuidedEval(L.Callback):
             join chain when the best path's similarity exceeds the chain's own by more than this
             (``None``: never). Rows record ``path_override``; ``path_override_rate`` is logged.
         answer_type: After the selection, check the answers' kind against the question's answer
-            noun (*which country*, *how many countries*; :mod:`kbqa_lit.pipelines.type_guard`):
+            noun (*which country*, *how many countries*; :mod:`kbqa_lit.pipelines.selection.type_guard`):
             a disagreeing choice gives way to the next beam, else KB path (up to three hops
             through a mediator, ranked by ``path_encoder``), whose answers agree. Rows record
             ``answer_type``; ``answer_type_rate`` is logged.

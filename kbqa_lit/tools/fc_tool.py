@@ -112,7 +112,6 @@ def cmd_compose(args: argparse.Namespace) -> int:
 
     from kbqa_lit.data.schema import read_jsonl
     from kbqa_lit.pipelines.config_files import read_config_mapping
-    from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
     from kbqa_lit.pipelines.fc.build import resolve_config
     from kbqa_lit.pipelines.fc.composition import (
         COMPOSE_DEFAULTS,
@@ -121,6 +120,7 @@ def cmd_compose(args: argparse.Namespace) -> int:
         type_guard_from,
     )
     from kbqa_lit.pipelines.fc.fill import SkeletonFiller
+    from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector
     from kbqa_lit.tools.common import write_json_lines_atomic
 
     cfg = resolve_config(read_config_mapping(args.config, "FC"), parse_set_pairs(args.set or []), COMPOSE_DEFAULTS)

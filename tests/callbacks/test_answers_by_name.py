@@ -9,7 +9,7 @@ from kbqa_lit.data.gold import gold_parses
 from kbqa_lit.data.schema import Answer, KBQAExample
 from kbqa_lit.kb.store import open_store
 from kbqa_lit.metrics.functional import score_question
-from kbqa_lit.pipelines.execution_guided import names_of
+from kbqa_lit.pipelines.selection.execution_guided import names_of
 from tests.helpers.exec_eval_doubles import build_kb
 
 

@@ -42,7 +42,7 @@ from kbqa_lit.kb.virtuoso.server import (
     free_port,
     render_ini,
 )
-from kbqa_lit.pipelines.execution_guided import select_answer
+from kbqa_lit.pipelines.selection.execution_guided import select_answer
 
 NS = "http://rdf.freebase.com/ns/"
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -531,7 +531,7 @@ def test_mediator_paths_and_answer_classes_are_the_same_on_virtuoso_and_oxigraph
 ) -> None:
     """The answer-type check's queries (NOT EXISTS in a FILTER's ||, NOT IN, VALUES) read the same on both stores."""
     from kbqa_lit.kb.index.paths import mediator_paths
-    from kbqa_lit.pipelines.answer_type import AnswerTypes
+    from kbqa_lit.pipelines.selection.answer_type import AnswerTypes
 
     entities = list(dict.fromkeys(e for ex in examples[:40] for e in ex.topic_entities))[:12]
     found = 0

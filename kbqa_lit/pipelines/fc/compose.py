@@ -8,7 +8,7 @@ over :class:`~kbqa_lit.decoding.grammar.SExprGrammar`) with FC's rule set
 (:class:`~kbqa_lit.decoding.pairs.PairRules`, ``constraint: trie`` or the paper's ``bag``;
 ``none`` is the −decode-constraint ablation) — puts the entity labels back into slot-masked
 beams and picks the first beam that executes to a non-empty answer
-(:class:`~kbqa_lit.pipelines.execution_guided.ExecutionGuidedSelector`), as for CoQ.
+(:class:`~kbqa_lit.pipelines.selection.execution_guided.ExecutionGuidedSelector`), as for CoQ.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from kbqa_lit.decoding.tokens import TokenIndex
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.lf.normalize import invert_labels
 from kbqa_lit.kb.store import KnowledgeBase
-from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector, Selection
 from kbqa_lit.pipelines.fc.generation import Seq2SeqPart, generate_beams
+from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector, Selection
 
 CONSTRAINTS = ("trie", "bag", "none")
 

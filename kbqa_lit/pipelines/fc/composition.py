@@ -10,13 +10,13 @@
 
 ``paths`` (off when a config has no such section; ``configs/fc/compose.yaml`` turns it on; not in
 the paper, which is silent on questions nothing answers): the
-shared KB-path fallback (:mod:`kbqa_lit.pipelines.path_fallback`) over the detected entities —
+shared KB-path fallback (:mod:`kbqa_lit.pipelines.selection.path_fallback`) over the detected entities —
 ``fallback: true`` answers a question whose fillings all come back empty with the best-ranked KB
 path of its entities; ``override_margin`` also replaces a chosen filling that is a plain join chain
 when a path fits the question better by that margin. Such rows have ``composition: path``.
 
 ``answer_type`` (off when a config has no such section; on in ``configs/fc/compose.yaml``; ours):
-the answer-type check (:mod:`kbqa_lit.pipelines.type_guard`) — when the question names the kind of
+the answer-type check (:mod:`kbqa_lit.pipelines.selection.type_guard`) — when the question names the kind of
 its answer (*which country*, *how many countries*) and the chosen answer is of another kind, the
 next filling, else KB path (up to three hops through a mediator), whose answers are of that kind
 replaces it. Rows then carry ``answer_type: true`` (and ``composition`` says which source won).
@@ -35,11 +35,11 @@ from kbqa_lit.data.fc.composer_examples import predicted_components
 from kbqa_lit.data.fc.literals import detect_literals
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.pipelines.answer_type import AnswerTypes
-from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
 from kbqa_lit.pipelines.fc.fill import SkeletonFiller
-from kbqa_lit.pipelines.path_fallback import PathFallback
-from kbqa_lit.pipelines.type_guard import TypeGuard
+from kbqa_lit.pipelines.selection.answer_type import AnswerTypes
+from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector
+from kbqa_lit.pipelines.selection.path_fallback import PathFallback
+from kbqa_lit.pipelines.selection.type_guard import TypeGuard
 
 COMPOSITIONS = ("fill", "generate+fill", "fill+generate")
 

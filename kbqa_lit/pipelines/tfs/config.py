@@ -207,7 +207,7 @@ def build_linkers(linking: LinkingConfig, kb: Any) -> list[Any]:
     Raises:
         UserInputError: A missing or malformed results file (naming the file and line).
     """
-    from kbqa_lit.pipelines.execution_guided import KBNameLookup
+    from kbqa_lit.pipelines.selection.execution_guided import KBNameLookup
     from kbqa_lit.pipelines.tfs.linkers import IndexLinker, NameLinker, ResultsFileLinker
 
     out: list[Any] = []

@@ -6,13 +6,13 @@ Per question, in order (each strategy can be switched off — the paper's w/o S1
    beam's mentions are linked to KB ids (the example's labels first, then an entity surface
    index; several candidates per mention, every reading tried in order via
    :func:`~kbqa_lit.kb.lf.normalize.denormalize_all`) and the readings are executed in beam order
-   (:class:`~kbqa_lit.pipelines.execution_guided.ExecutionGuidedSelector`: the first reading
+   (:class:`~kbqa_lit.pipelines.selection.execution_guided.ExecutionGuidedSelector`: the first reading
    with a non-empty answer wins);
 2. **S2** — step t1 writes ``relations ; mentions``, step t2 writes logical forms from those
    items (or from the question and the items: the ``s2_lf_input`` the t2 adapter was trained
    with); linked and executed the same way (t1's mentions are linked too);
 3. **S3** — the model writes the answer names; each is mapped to KB ids by exact name when
-   possible (:func:`~kbqa_lit.pipelines.execution_guided.fallback_answers`), else kept as text.
+   possible (:func:`~kbqa_lit.pipelines.selection.execution_guided.fallback_answers`), else kept as text.
 
 A *chain* of several members (e.g. a 13B model first, then a 7B one) tries each strategy with
 every member before the next strategy (``order="strategy"``) or runs every strategy of a member
@@ -51,7 +51,7 @@ from kbqa_lit.kb.lf.normalize import denormalize_all, invert_labels
 from kbqa_lit.kb.store import KnowledgeBase
 from kbqa_lit.metrics.functional import score_question
 from kbqa_lit.metrics.lf_match import logical_form_em
-from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector, KBNameLookup, fallback_answers
+from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector, KBNameLookup, fallback_answers
 from kbqa_lit.pipelines.tfs.linkers import MentionLinker, NameLinker, merge_links
 from kbqa_lit.pipelines.tfs.members import (
     LEGACY_FORMAT,

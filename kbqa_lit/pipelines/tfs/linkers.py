@@ -6,7 +6,7 @@ each mention needs KB ids. A *linker* maps the mentions of one question to score
 contributing at most ``top_k`` ids; an id found twice keeps its first place). The linkers:
 
 - :class:`NameLinker` (``kb``, ``kb_match: exact``): ids whose name is exactly the mention (any
-  ``Mapping`` name → ids; in the pipeline a :class:`~kbqa_lit.pipelines.execution_guided.KBNameLookup`
+  ``Mapping`` name → ids; in the pipeline a :class:`~kbqa_lit.pipelines.selection.execution_guided.KBNameLookup`
   on the store, one SPARQL query per new mention — works on a Freebase endpoint too);
 - :class:`IndexLinker` (``kb``, ``kb_match: fuzzy``): the store's surface-name index
   (:class:`~kbqa_lit.kb.index.entity_index.EntityIndex`: names and aliases, exact, normalised, then
@@ -67,7 +67,7 @@ class NameLinker:
     """Exact names: ``lookup[mention]`` → ids (a ``KeyError`` or a failing lookup links nothing).
 
     Args:
-        lookup: Name → ids (e.g. :class:`~kbqa_lit.pipelines.execution_guided.KBNameLookup`).
+        lookup: Name → ids (e.g. :class:`~kbqa_lit.pipelines.selection.execution_guided.KBNameLookup`).
         name: The linker's name in reports.
     """
 

@@ -10,7 +10,7 @@ import pytest
 from kbqa_lit.data.schema import Answer, KBQAExample
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.index.entity_index import EntityIndex
-from kbqa_lit.pipelines.execution_guided import KBNameLookup
+from kbqa_lit.pipelines.selection.execution_guided import KBNameLookup
 from kbqa_lit.pipelines.tfs.config import LinkingConfig, build_linkers
 from kbqa_lit.pipelines.tfs.fallback import TFSFallbackPipeline
 from kbqa_lit.pipelines.tfs.linkers import (

@@ -10,7 +10,7 @@ counted), :class:`TypeGuard` looks further, in order:
    three hops through a nameless mediator node ("which cities are the universities X attended
    in": student → education CVT → university → city), counted after *how many*.
 
-The first one that executes and whose answers agree (:class:`~kbqa_lit.pipelines.answer_type.AnswerTypes`)
+The first one that executes and whose answers agree (:class:`~kbqa_lit.pipelines.selection.answer_type.AnswerTypes`)
 replaces the selection (``Selection.answer_type``); when none agrees, the selection stands. A
 question without an answer noun, or whose noun names no class of the KB, is left alone. Only the
 question, the linked entities, the candidates and what they execute to are read. When the KB's
@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from kbqa_lit.errors import StoreError, UserInputError
-from kbqa_lit.pipelines.answer_type import AnswerNoun, AnswerTypes, answer_noun, counted
-from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector, Selection
-from kbqa_lit.pipelines.path_fallback import PathFallback
+from kbqa_lit.pipelines.selection.answer_type import AnswerNoun, AnswerTypes, answer_noun, counted
+from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector, Selection
+from kbqa_lit.pipelines.selection.path_fallback import PathFallback
 
 
 class TypeGuard:

@@ -7,7 +7,7 @@ import pytest
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.lf.normalize import schema_name
 from kbqa_lit.kb.store import open_store
-from kbqa_lit.pipelines.answer_type import AnswerNoun, AnswerTypes, answer_noun, counted
+from kbqa_lit.pipelines.selection.answer_type import AnswerNoun, AnswerTypes, answer_noun, counted
 from tests.helpers.music_kb import build_music_store
 
 

@@ -69,12 +69,12 @@ class Selection:
         executable: Whether a beam executed with a non-empty answer.
         fallback: Whether the answer text was used (no beam executed and a text was given).
         path_fallback: Whether the answers come from the KB-path fallback (no beam executed; see
-            :mod:`kbqa_lit.pipelines.path_fallback`): ``chosen_sexpr`` is then the chosen path's.
+            :mod:`kbqa_lit.pipelines.selection.path_fallback`): ``chosen_sexpr`` is then the chosen path's.
         path_override: Whether a KB path replaced the executable beam that was chosen (the path
             fallback's ``override_margin``); ``chosen_sexpr`` is then the path's.
         answer_type: Whether the answer-type check replaced the selection: its answers did not
             have the kind of thing the question's answer noun names and these do (see
-            :mod:`kbqa_lit.pipelines.type_guard`).
+            :mod:`kbqa_lit.pipelines.selection.type_guard`).
         beams_tried: Beams examined in order, up to and including the chosen one (all of them
             when none executed); duplicates and unmappable beams count.
         errors: Why each examined beam was rejected, as ``"beam i: reason"``, in beam order.

@@ -6,10 +6,10 @@ import pytest
 
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.store import open_store
-from kbqa_lit.pipelines.answer_type import AnswerTypes
-from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
-from kbqa_lit.pipelines.path_fallback import PathFallback
-from kbqa_lit.pipelines.type_guard import TypeGuard
+from kbqa_lit.pipelines.selection.answer_type import AnswerTypes
+from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector
+from kbqa_lit.pipelines.selection.path_fallback import PathFallback
+from kbqa_lit.pipelines.selection.type_guard import TypeGuard
 from tests.helpers.music_kb import build_music_store
 
 IDA = {"m.p1": "Ida Crane"}

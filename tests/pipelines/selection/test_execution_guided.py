@@ -18,7 +18,7 @@ import pytest
 from kbqa_lit.kb.lf.normalize import invert_labels, normalize_sexpr
 from kbqa_lit.kb.store import EndpointStore, ExecutionResult, OxigraphStore
 from kbqa_lit.kb.store.loaders import build_store
-from kbqa_lit.pipelines.execution_guided import (
+from kbqa_lit.pipelines.selection.execution_guided import (
     ExecutionGuidedSelector,
     KBNameLookup,
     Selection,

@@ -8,8 +8,8 @@ from kbqa_lit.errors import SExprError, UserInputError
 from kbqa_lit.kb.index.paths import RelationPath
 from kbqa_lit.kb.lf.chains import Hop, chain_from_sexpr
 from kbqa_lit.kb.store import open_store
-from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector
-from kbqa_lit.pipelines.path_fallback import (
+from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector
+from kbqa_lit.pipelines.selection.path_fallback import (
     PathFallback,
     path_words,
     question_without_mentions,

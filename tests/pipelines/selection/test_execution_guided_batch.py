@@ -9,8 +9,8 @@ import pytest
 
 from kbqa_lit.kb.lf.normalize import normalize_sexpr
 from kbqa_lit.kb.store import OxigraphStore
-from kbqa_lit.pipelines.execution_guided import DEFAULT_CHUNKS, ExecutionGuidedSelector, KBNameLookup
-from tests.pipelines.test_execution_guided import (
+from kbqa_lit.pipelines.selection.execution_guided import DEFAULT_CHUNKS, ExecutionGuidedSelector, KBNameLookup
+from tests.pipelines.selection.test_execution_guided import (
     BROKEN,
     COUNT_ONE,
     COUNT_ZERO,
@@ -23,8 +23,8 @@ from tests.pipelines.test_execution_guided import (
     _hops,
     norm,
 )
-from tests.pipelines.test_execution_guided import dense_store_dir as dense_store_dir  # the fixtures
-from tests.pipelines.test_execution_guided import store_dir as store_dir
+from tests.pipelines.selection.test_execution_guided import dense_store_dir as dense_store_dir  # the fixtures
+from tests.pipelines.selection.test_execution_guided import store_dir as store_dir
 
 SCHEDULES = [DEFAULT_CHUNKS, (1, 4, 16), (2,), (1000,)]
 

@@ -39,7 +39,7 @@ from kbqa_lit.backbones.sentence_encoder import CachedEmbeddings, SentenceEncode
 from kbqa_lit.errors import StoreError, UserInputError
 from kbqa_lit.kb.index.paths import RelationPath, mediator_paths, relation_paths
 from kbqa_lit.kb.lf.chains import chain_from_sexpr
-from kbqa_lit.pipelines.execution_guided import ExecutionGuidedSelector, Selection, fallback_answers
+from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector, Selection, fallback_answers
 
 _COUNT = re.compile(r"^\s*\(\s*count\b", re.IGNORECASE)
 
