@@ -18,7 +18,7 @@ give their lexical value (as the store returns it: Oxigraph canonicalises typed 
 ``ASK`` gives ``["true"]`` or ``["false"]``.
 
 The shared parts (result, protocols, update refusal, caches) are in :mod:`kbqa_lit.kb.store.base`,
-the endpoint in :mod:`kbqa_lit.kb.store.endpoint`; everything is importable from here.
+the endpoint in :mod:`kbqa_lit.kb.store.endpoint`; everything is importable from :mod:`kbqa_lit.kb.store`.
 """
 
 from __future__ import annotations
@@ -32,13 +32,9 @@ from typing import Any
 
 from kbqa_lit.errors import StoreError
 from kbqa_lit.kb.store.base import (
-    UPDATE_KEYWORDS,
-    BatchKnowledgeBase,
     ExecutionResult,
-    KnowledgeBase,
     _CachingStore,
     is_endpoint,
-    update_keyword,
 )
 from kbqa_lit.kb.store.cache import ExecutionCache
 from kbqa_lit.kb.store.endpoint import EndpointStore
@@ -198,14 +194,4 @@ def open_store(spec: str | Path, **kwargs: Any) -> OxigraphStore | EndpointStore
     return OxigraphStore(text, **kwargs)
 
 
-__all__ = [
-    "UPDATE_KEYWORDS",
-    "BatchKnowledgeBase",
-    "EndpointStore",
-    "ExecutionResult",
-    "KnowledgeBase",
-    "OxigraphStore",
-    "is_endpoint",
-    "open_store",
-    "update_keyword",
-]
+__all__ = ["OxigraphStore", "open_store"]
