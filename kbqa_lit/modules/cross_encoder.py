@@ -35,7 +35,7 @@ from transformers import AutoConfig, AutoModel, PreTrainedTokenizerBase
 from kbqa_lit.backbones.common import tokenizer_files, tokenizer_from_files
 from kbqa_lit.backbones.encoders import MINILM, build_encoder, build_encoder_tokenizer, masked_mean
 from kbqa_lit.kb.lf.normalize import schema_to_words
-from kbqa_lit.modules.training_setup import allow_offloaded_torch_optimizer, decay_groups, warmup_schedule
+from kbqa_lit.modules.training_setup import adamw_with_warmup, decay_groups
 
 log = logging.getLogger(__name__)
 
@@ -211,14 +211,13 @@ class CrossEncoderRetriever(LightningModule):
 
     def configure_optimizers(self) -> dict[str, Any]:
         """AdamW (no decay on biases/LayerNorm) + linear warm-up then linear decay to 0."""
-        allow_offloaded_torch_optimizer(getattr(self.trainer, "strategy", None))  # ZeRO offload: keep AdamW
-        groups = decay_groups(self, self.hparams.weight_decay)
-        optimizer = torch.optim.AdamW(groups, lr=self.hparams.learning_rate)
-        return warmup_schedule(
-            optimizer,
-            self.trainer.estimated_stepping_batches,
-            warmup_steps=self.hparams.warmup_steps,
-            warmup_ratio=self.hparams.warmup_ratio,
+        hp = self.hparams
+        return adamw_with_warmup(
+            self,
+            decay_groups(self, hp.weight_decay),
+            hp.learning_rate,
+            warmup_steps=hp.warmup_steps,
+            warmup_ratio=hp.warmup_ratio,
         )
 
     # ------------------------------------------------------------------ persistence

@@ -41,7 +41,7 @@ from transformers import (
 
 from kbqa_lit.backbones.causal import build_causal_lm, build_causal_tokenizer
 from kbqa_lit.backbones.common import tokenizer_files, tokenizer_from_files
-from kbqa_lit.modules.training_setup import allow_offloaded_torch_optimizer, warmup_schedule
+from kbqa_lit.modules.training_setup import adamw_with_warmup
 
 log = logging.getLogger(__name__)
 
@@ -352,15 +352,15 @@ class LoraCausalLM(LightningModule):
 
     def configure_optimizers(self) -> dict[str, Any]:
         """AdamW over the adapter weights + warm-up, then linear decay (or constant)."""
-        allow_offloaded_torch_optimizer(getattr(self.trainer, "strategy", None))  # ZeRO offload: keep AdamW
-        params = [p for p in self.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(params, lr=self.hparams.learning_rate, weight_decay=self.hparams.weight_decay)
-        return warmup_schedule(
-            optimizer,
-            self.trainer.estimated_stepping_batches,
-            warmup_steps=self.hparams.warmup_steps,
-            warmup_ratio=self.hparams.warmup_ratio,
-            linear=self.hparams.scheduler == "linear",
+        hp = self.hparams
+        return adamw_with_warmup(
+            self,
+            [p for p in self.parameters() if p.requires_grad],
+            hp.learning_rate,
+            weight_decay=hp.weight_decay,
+            warmup_steps=hp.warmup_steps,
+            warmup_ratio=hp.warmup_ratio,
+            linear=hp.scheduler == "linear",
         )
 
     # ------------------------------------------------------------------ checkpoints

@@ -42,7 +42,7 @@ from transformers import LogitsProcessorList, PreTrainedTokenizerBase
 from kbqa_lit.backbones.common import architecture_signature, tokenizer_files, tokenizer_from_files
 from kbqa_lit.backbones.encoder_decoder import decode_generated, drop_start_token
 from kbqa_lit.backbones.seq2seq import BACKBONES, build_seq2seq, build_tokenizer, seq2seq_from_config
-from kbqa_lit.modules.training_setup import allow_offloaded_torch_optimizer, decay_groups, warmup_schedule
+from kbqa_lit.modules.training_setup import adamw_with_warmup, decay_groups
 
 log = logging.getLogger(__name__)
 
@@ -320,13 +320,9 @@ class MultitaskGenerator(LightningModule):
 
     def configure_optimizers(self) -> dict[str, Any]:
         """AdamW + linear warm-up then linear decay to 0 over the estimated optimiser steps."""
-        allow_offloaded_torch_optimizer(getattr(self.trainer, "strategy", None))  # ZeRO offload: keep AdamW
-        optimizer = torch.optim.AdamW(self.param_groups(), lr=self.hparams.learning_rate)
-        return warmup_schedule(
-            optimizer,
-            self.trainer.estimated_stepping_batches,
-            warmup_steps=self.hparams.warmup_steps,
-            warmup_ratio=self.hparams.warmup_ratio,
+        hp = self.hparams
+        return adamw_with_warmup(
+            self, self.param_groups(), hp.learning_rate, warmup_steps=hp.warmup_steps, warmup_ratio=hp.warmup_ratio
         )
 
     # ------------------------------------------------------------------ persistence

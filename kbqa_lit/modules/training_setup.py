@@ -96,4 +96,38 @@ def allow_offloaded_torch_optimizer(strategy: Any) -> bool:
     return True
 
 
-__all__ = ["allow_offloaded_torch_optimizer", "decay_groups", "warmup_schedule"]
+def adamw_with_warmup(
+    module: Any,
+    params: Any,
+    learning_rate: float,
+    *,
+    weight_decay: float | None = None,
+    warmup_steps: int = 0,
+    warmup_ratio: float = 0.0,
+    linear: bool = True,
+) -> dict[str, Any]:
+    """Every module's ``configure_optimizers``: AdamW over ``params`` and the warm-up schedule.
+
+    Args:
+        module: The LightningModule (its trainer gives the step count and the strategy).
+        params: Parameters or parameter groups (:func:`decay_groups`).
+        learning_rate: Peak learning rate.
+        weight_decay: AdamW's weight decay for parameters without a group value (``None``: torch's default).
+        warmup_steps: Warm-up steps (see :func:`warmup_schedule`).
+        warmup_ratio: Warm-up share of all steps when ``warmup_steps`` is 0.
+        linear: Linear decay after the warm-up (else constant).
+    """
+    trainer = module.trainer
+    allow_offloaded_torch_optimizer(getattr(trainer, "strategy", None))  # ZeRO offload keeps this AdamW
+    extra = {} if weight_decay is None else {"weight_decay": weight_decay}
+    optimizer = torch.optim.AdamW(params, lr=learning_rate, **extra)
+    return warmup_schedule(
+        optimizer,
+        trainer.estimated_stepping_batches,
+        warmup_steps=warmup_steps,
+        warmup_ratio=warmup_ratio,
+        linear=linear,
+    )
+
+
+__all__ = ["adamw_with_warmup", "allow_offloaded_torch_optimizer", "decay_groups", "warmup_schedule"]

@@ -40,7 +40,7 @@ from kbqa_lit.backbones.common import architecture_signature, tokenizer_files, t
 from kbqa_lit.backbones.encoders import build_encoder, encoder_from_config, masked_mean
 from kbqa_lit.backbones.seq2seq import build_tokenizer
 from kbqa_lit.data.coq.classifier_texts import ENT_TASK, REL_TASK, entity_item_relations, entity_text, relation_text
-from kbqa_lit.modules.training_setup import allow_offloaded_torch_optimizer, decay_groups, warmup_schedule
+from kbqa_lit.modules.training_setup import adamw_with_warmup, decay_groups
 
 log = logging.getLogger(__name__)
 
@@ -284,10 +284,9 @@ class SchemaClassifier(LightningModule):
 
     def configure_optimizers(self) -> dict[str, Any]:
         """AdamW (no decay on biases/norms) + linear warm-up then linear decay to 0."""
-        allow_offloaded_torch_optimizer(getattr(self.trainer, "strategy", None))  # ZeRO offload: keep AdamW
-        optimizer = torch.optim.AdamW(decay_groups(self, self.hparams.weight_decay), lr=self.hparams.learning_rate)
-        return warmup_schedule(
-            optimizer, self.trainer.estimated_stepping_batches, warmup_ratio=self.hparams.warmup_ratio
+        hp = self.hparams
+        return adamw_with_warmup(
+            self, decay_groups(self, hp.weight_decay), hp.learning_rate, warmup_ratio=hp.warmup_ratio
         )
 
     # ------------------------------------------------------------------ persistence
