@@ -11,15 +11,9 @@ from hypothesis import strategies as st
 
 from kbqa_lit.errors import DataFormatError, StoreError, UserInputError
 from kbqa_lit.kb.lf.iri import entity_id_for_name, relation_id_for
+from kbqa_lit.kb.lf.terms import escape_literal, fb_iri, literal_nt
 from kbqa_lit.kb.store import OxigraphStore
-from kbqa_lit.kb.store.loaders import (
-    build_store,
-    escape_literal,
-    fb_iri,
-    iter_ntriples,
-    literal_nt,
-    write_ntriples,
-)
+from kbqa_lit.kb.store.loaders import build_store, iter_ntriples, write_ntriples
 from tests.helpers.shared_data import shared_path as data_file
 
 NS = "http://rdf.freebase.com/ns/"

@@ -44,7 +44,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-import torch
 from lightning.pytorch import LightningDataModule
 from lightning.pytorch.utilities import rank_zero_warn
 from torch.utils.data import DataLoader
@@ -59,6 +58,7 @@ from kbqa_lit.datamodules.coq.classifier_inputs import (
     REL_PREFIX,
     REL_TASK,
     Candidates,
+    ItemCollator,
     SchemaKB,
     entity_item_relations,
     entity_text,
@@ -85,30 +85,6 @@ log = logging.getLogger(__name__)
 CANDIDATE_MODES = ("auto", "meta", "sampled")
 #: What an entity item lists (see the module docstring).
 ENTITY_ITEM_RELATION_MODES = ("gold", "predicted", "oracle")
-
-
-class ItemCollator:
-    """Pad a list of items (``input_ids``, ``label``, ``task``, ``index``) into one tensor batch."""
-
-    def __init__(self, pad_token_id: int) -> None:
-        self.pad_token_id = pad_token_id
-
-    def __call__(self, items: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
-        """Right-pad to the longest item; the attention mask is 1 on real tokens."""
-        width = max(len(it["input_ids"]) for it in items)
-        ids = torch.full((len(items), width), self.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(items), width), dtype=torch.long)
-        for row, it in enumerate(items):
-            n = len(it["input_ids"])
-            ids[row, :n] = torch.tensor(it["input_ids"], dtype=torch.long)
-            mask[row, :n] = 1
-        return {
-            "input_ids": ids,
-            "attention_mask": mask,
-            "labels": torch.tensor([float(it["label"]) for it in items]),
-            "task": torch.tensor([int(it["task"]) for it in items], dtype=torch.long),
-            "index": torch.tensor([int(it["index"]) for it in items], dtype=torch.long),
-        }
 
 
 def _as_list(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:

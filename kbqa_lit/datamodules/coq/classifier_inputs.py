@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from kbqa_lit.data.coq.classifier_texts import (  # noqa: F401 (re-exported: the datamodule's item texts)
     ENT_PREFIX,
     ENT_REL_SEP,
@@ -301,7 +303,32 @@ def read_refined_relations(paths: Iterable[str | Path]) -> dict[str, list[Any]]:
     return out
 
 
+class ItemCollator:
+    """Pad a list of items (``input_ids``, ``label``, ``task``, ``index``) into one tensor batch."""
+
+    def __init__(self, pad_token_id: int) -> None:
+        self.pad_token_id = pad_token_id
+
+    def __call__(self, items: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        """Right-pad to the longest item; the attention mask is 1 on real tokens."""
+        width = max(len(it["input_ids"]) for it in items)
+        ids = torch.full((len(items), width), self.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(items), width), dtype=torch.long)
+        for row, it in enumerate(items):
+            n = len(it["input_ids"])
+            ids[row, :n] = torch.tensor(it["input_ids"], dtype=torch.long)
+            mask[row, :n] = 1
+        return {
+            "input_ids": ids,
+            "attention_mask": mask,
+            "labels": torch.tensor([float(it["label"]) for it in items]),
+            "task": torch.tensor([int(it["task"]) for it in items], dtype=torch.long),
+            "index": torch.tensor([int(it["index"]) for it in items], dtype=torch.long),
+        }
+
+
 __all__ = [
+    "ItemCollator",
     "ENT_PREFIX",
     "ENT_TASK",
     "NON_SCHEMA_RELATIONS",

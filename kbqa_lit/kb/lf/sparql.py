@@ -47,7 +47,8 @@ from kbqa_lit.kb.lf.semantics import (
     resolve_semantics,
     resolve_ties,
 )
-from kbqa_lit.kb.lf.sexpr import COMPARATORS, NUMBER_RE, Atom, Call, SExpr, parse_sexpr, to_sexpr_string
+from kbqa_lit.kb.lf.sexpr import COMPARATORS, Atom, Call, SExpr, parse_sexpr, to_sexpr_string
+from kbqa_lit.kb.lf.terms import LiteralAtom, parse_literal, sparql_string
 
 if TYPE_CHECKING:
     from kbqa_lit.kb.lf.ontology import Ontology
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
 __all__ = ["SEMANTICS", "SEMANTICS_NAMES", "parse_literal", "sexpr_to_sparql"]
 ANSWER_VAR = "?x"
 COUNT_VAR = "?count"
-DATE_TYPES = {XSD + t for t in ("date", "dateTime", "gYear", "gYearMonth", "time")}
 _CMP_SYMBOL = {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 #: (start, end) relation-name endings used to find the end relation of a TC start relation.
 TIME_PAIRS = (("from", "to"), ("start_date", "end_date"), ("from_date", "to_date"), ("start", "end"))
@@ -67,76 +67,6 @@ NOW_DATE = "2015-08-10"
 
 def _iri(local: str) -> str:
     return f"<{NS}{local}>"
-
-
-def _escape_string(body: str) -> str:
-    """Escape a Python string as the body of a SPARQL double-quoted literal."""
-    out = body.replace("\\", "\\\\").replace('"', '\\"')
-    return out.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-
-
-def _unescape_sexpr_string(quoted: str) -> str:
-    r"""Return the value of a quoted S-expression string body (``\"`` and ``\\`` unescaped)."""
-    return re.sub(r"\\(.)", r"\1", quoted)
-
-
-@dataclass(frozen=True)
-class _Literal:
-    """A parsed literal atom: lexical form, optional language tag or datatype IRI."""
-
-    lexical: str
-    lang: str | None = None
-    datatype: str | None = None
-    bare_number: bool = False
-
-    @property
-    def is_date(self) -> bool:
-        return self.datatype in DATE_TYPES
-
-    @property
-    def is_numeric(self) -> bool:
-        if self.bare_number:
-            return True
-        if self.datatype is not None:
-            return not self.is_date and NUMBER_RE.match(self.lexical) is not None
-        return self.lang is None and NUMBER_RE.match(self.lexical) is not None
-
-    def term(self) -> str:
-        """The literal as a SPARQL term."""
-        if self.bare_number:
-            return self.lexical
-        text = f'"{_escape_string(self.lexical)}"'
-        if self.lang:
-            return f"{text}@{self.lang}"
-        if self.datatype:
-            return f"{text}^^<{self.datatype}>"
-        return text
-
-
-def parse_literal(atom: Atom) -> _Literal:
-    """Split a literal atom into lexical form, language tag and datatype.
-
-    Raises:
-        SExprError: When the atom is not a literal.
-    """
-    text = atom.text
-    if atom.kind != "literal":
-        raise SExprError(f"expected a literal, got {text!r}")
-    if text.startswith('"'):
-        end = text.rfind('"')
-        lexical = _unescape_sexpr_string(text[1:end])
-        suffix = text[end + 1 :]
-        if suffix.startswith("@"):
-            return _Literal(lexical, lang=suffix[1:])
-        if suffix.startswith("^^"):
-            return _Literal(lexical, datatype=suffix[2:])
-        return _Literal(lexical)
-    if "^^" in text:
-        value, _, dtype = text.partition("^^")
-        return _Literal(value, datatype=dtype)
-    if text == "NOW":
-        return _Literal("NOW")
-    return _Literal(text, bare_number=True)
 
 
 @dataclass
@@ -259,10 +189,10 @@ class _Query:
                 return
             value = self.fresh("lit")
             self.edge(rel, term, value)
-            lexical = f'STR({value}) = "{_escape_string(lit.lexical)}"'
+            lexical = f'STR({value}) = "{sparql_string(lit.lexical)}"'
             if lit.datatype in (XSD + "date", XSD + "dateTime"):
                 # the same day whatever the form: GrailQA's dates carry time zones ("1966-01-12-08:00")
-                self.add(f'FILTER(isLiteral({value}) && STRSTARTS(STR({value}), "{_escape_string(lit.lexical)}"))')
+                self.add(f'FILTER(isLiteral({value}) && STRSTARTS(STR({value}), "{sparql_string(lit.lexical)}"))')
             elif lit.datatype is not None and lit.is_numeric:
                 # typed equality: Virtuoso's STR() of a float is "1.899999976158142", not "1.9"
                 self.add(f"FILTER({value} = {lit.term()})")
@@ -279,7 +209,7 @@ class _Query:
             self.preds.setdefault(term, []).append((other, domain))
         self.bind(arg, other)
 
-    def compare(self, value: str, op: str, lit: _Literal, value_range: str | None = None) -> None:
+    def compare(self, value: str, op: str, lit: LiteralAtom, value_range: str | None = None) -> None:
         symbol = _CMP_SYMBOL[op]
         if value_range in INTEGER_RANGES + FLOAT_RANGES and (lit.bare_number or lit.is_numeric):
             # a number-valued relation: compare the value cast to its type, as the gold queries do
@@ -295,7 +225,7 @@ class _Query:
             self.add(f'FILTER(isLiteral({value}) && {date_text(value)} {symbol} "{day}")')
         elif lit.is_date or (lit.datatype is None and not lit.is_numeric):
             n = len(lit.lexical)
-            text = _escape_string(lit.lexical)
+            text = sparql_string(lit.lexical)
             self.add(f'FILTER(isLiteral({value}) && SUBSTR(STR({value}), 1, {n}) {symbol} "{text}")')
         else:  # a number; a quoted one such as "1.8" compares as the number
             number = lit.term() if lit.bare_number or lit.datatype is not None else lit.lexical

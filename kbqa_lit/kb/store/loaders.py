@@ -35,50 +35,19 @@ from typing import Any
 from kbqa_lit.errors import DataFormatError, StoreError, UserInputError
 from kbqa_lit.kb.lf.iri import (
     NAME_RELATION,
-    NS,
     TYPE_RELATION,
     display_name,
     entity_id_for_name,
     is_entity_id,
     relation_id_for,
 )
+from kbqa_lit.kb.lf.terms import fb_iri, literal_nt
 from kbqa_lit.kb.store.oxigraph_runner import STORE_MARKER
 
 FORMATS = ("nt", "tsv", "metaqa", "pathquestion")
 
-#: Characters N-Triples forbids in an IRI (besides controls and space).
-_IRI_BAD = re.compile(r'[\x00-\x20<>"{}|^`\\]')
 _ABS_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\x00-\x20<>\"{}|^`\\]+$")
 _LANG_LITERAL = re.compile(r'^"(.*)"@([A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*)$', re.DOTALL)
-_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
-_NEEDS_ESCAPE = re.compile(r'[\\"\x00-\x1f\x7f]')
-
-
-def escape_literal(text: str) -> str:
-    """Escape a string for the inside of an N-Triples ``"..."`` literal (quotes, backslashes, controls)."""
-    return _NEEDS_ESCAPE.sub(lambda m: _ESCAPES.get(m.group(), f"\\u{ord(m.group()):04X}"), text)
-
-
-def literal_nt(value: str, lang: str | None = None, datatype: str | None = None) -> str:
-    """Return the N-Triples form of a literal (plain, ``@lang`` or ``^^<datatype>``)."""
-    body = f'"{escape_literal(value)}"'
-    if lang:
-        return f"{body}@{lang}"
-    if datatype:
-        return f"{body}^^<{datatype}>"
-    return body
-
-
-def fb_iri(local: str) -> str:
-    """Return ``<http://rdf.freebase.com/ns/local>``.
-
-    Raises:
-        ValueError: When ``local`` is empty or holds a character an IRI cannot contain.
-
-    """
-    if not local or _IRI_BAD.search(local):
-        raise ValueError(f"not usable as an IRI local name: {local!r}")
-    return f"<{NS}{local}>"
 
 
 def _split(line: str, sep: str, path: Path, lineno: int) -> tuple[str, str, str]:

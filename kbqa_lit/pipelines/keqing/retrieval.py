@@ -32,9 +32,9 @@ from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.lf.chains import Chain, Hop
 from kbqa_lit.kb.lf.iri import local_id
 from kbqa_lit.kb.lf.literals import canonical_literal
+from kbqa_lit.kb.lf.terms import fb_iri, literal_nt
 from kbqa_lit.kb.store import KnowledgeBase
 from kbqa_lit.kb.store.execute import execute_many
-from kbqa_lit.kb.store.loaders import fb_iri, literal_nt
 
 Path = tuple[str, ...]
 SEMANTICS = ("simple-path", "plain")

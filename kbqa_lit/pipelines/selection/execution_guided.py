@@ -45,9 +45,9 @@ from kbqa_lit.errors import SExprError
 from kbqa_lit.kb.lf.iri import NAME_RELATION, NS
 from kbqa_lit.kb.lf.normalize import denormalize_sexpr
 from kbqa_lit.kb.lf.sparql import SEMANTICS, sexpr_to_sparql
+from kbqa_lit.kb.lf.terms import escape_literal
 from kbqa_lit.kb.store import ExecutionResult, KnowledgeBase
 from kbqa_lit.kb.store.execute import execute_many
-from kbqa_lit.kb.store.loaders import escape_literal
 
 #: Separator of several answers in a generated answer text.
 ANSWER_SEPARATOR = " | "

@@ -10,10 +10,11 @@ import torch
 from kbqa_lit.data.coq.generator_inputs import gold_patterns
 from kbqa_lit.data.schema import read_jsonl, write_jsonl
 from kbqa_lit.data.synthetic import build_world
-from kbqa_lit.datamodules.coq.classifier import ItemCollator, SchemaDataModule
+from kbqa_lit.datamodules.coq.classifier import SchemaDataModule
 from kbqa_lit.datamodules.coq.classifier_inputs import (
     ENT_TASK,
     REL_TASK,
+    ItemCollator,
     SchemaKB,
     entity_text,
     gold_entities,

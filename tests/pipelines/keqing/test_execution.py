@@ -10,8 +10,9 @@ import pytest
 from kbqa_lit.data.keqing.decomposition import Decomposition, chain_decomposition
 from kbqa_lit.data.keqing.templates import TemplateBank
 from kbqa_lit.kb.lf.chains import parse_chain
+from kbqa_lit.kb.lf.terms import fb_iri
 from kbqa_lit.kb.store import OxigraphStore
-from kbqa_lit.kb.store.loaders import build_store, fb_iri
+from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.pipelines.keqing.execution import DecompositionExecutor, is_chain_text
 from kbqa_lit.pipelines.keqing.retrieval import ChainExecutor
 

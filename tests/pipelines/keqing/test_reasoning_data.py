@@ -10,8 +10,9 @@ import pytest
 from kbqa_lit.data.schema import Answer, KBQAExample
 from kbqa_lit.datamodules.keqing.prompt_rows import PromptRowsDataModule, read_prompt_rows
 from kbqa_lit.errors import DataFormatError
+from kbqa_lit.kb.lf.terms import fb_iri
 from kbqa_lit.kb.store import OxigraphStore
-from kbqa_lit.kb.store.loaders import build_store, fb_iri
+from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.pipelines.keqing.reasoning import LLMReasoner, context_names, parse_answers
 from kbqa_lit.pipelines.keqing.reasoning_data import reasoning_rows
 from kbqa_lit.pipelines.keqing.retrieval import ChainExecutor

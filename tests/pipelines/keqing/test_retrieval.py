@@ -9,8 +9,9 @@ import pytest
 
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.lf.chains import Hop
+from kbqa_lit.kb.lf.terms import fb_iri, literal_nt
 from kbqa_lit.kb.store import EndpointStore, OxigraphStore
-from kbqa_lit.kb.store.loaders import build_store, fb_iri, literal_nt
+from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.pipelines.keqing.retrieval import ChainExecutor
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
