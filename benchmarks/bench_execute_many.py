@@ -37,7 +37,8 @@ import pyoxigraph
 
 from kbqa_lit.data.formats import read_metaqa
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.kb.lf.normalize import invert_labels, normalize_sexpr
+from kbqa_lit.kb.lf.denormalize import invert_labels
+from kbqa_lit.kb.lf.normalize import normalize_sexpr
 from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
 from kbqa_lit.kb.store import OxigraphStore
 from kbqa_lit.kb.store.loaders import build_store

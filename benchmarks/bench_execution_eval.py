@@ -37,7 +37,8 @@ from kbqa_lit.data.formats.synthetic import read_synthetic
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.data.synthetic.world import build_world
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.lf.normalize import denormalize_sexpr, invert_labels, normalize_sexpr
+from kbqa_lit.kb.lf.denormalize import denormalize_sexpr, invert_labels
+from kbqa_lit.kb.lf.normalize import normalize_sexpr
 from kbqa_lit.kb.lf.sexpr import Atom, SExpr, map_atoms, parse_sexpr, schema_items
 from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
 from kbqa_lit.kb.store import EndpointStore, OxigraphStore

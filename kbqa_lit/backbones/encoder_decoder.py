@@ -27,7 +27,7 @@ Choices, each made once here:
   glues ``.``/``-``/``:``/``/`` and quotes back to their neighbours (``m . 01mp`` → ``m.01mp``,
   ``2001 - 05 - 03`` → ``2001-05-03``). A lower-casing tokenizer (MiniLM, ``bert-base-uncased``)
   still lower-cases what it writes: entity labels map back through the case-insensitive match of
-  :func:`~kbqa_lit.kb.lf.normalize.denormalize_sexpr`; quoted string literals and upper-case schema
+  :func:`~kbqa_lit.kb.lf.denormalize.denormalize_sexpr`; quoted string literals and upper-case schema
   segments do not (use a cased encoder for data that has them).
 - **Unused weights**: the encoder's pooler is dropped (an encoder-decoder never reads it; unused
   parameters would trouble DDP).

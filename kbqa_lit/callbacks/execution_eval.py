@@ -85,7 +85,7 @@ from kbqa_lit.data.gold import gold_parses, gold_sexprs
 from kbqa_lit.data.linking import ORACLE_PREFIX
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.lf.normalize import invert_labels
+from kbqa_lit.kb.lf.denormalize import invert_labels
 from kbqa_lit.kb.store import is_endpoint, open_store
 from kbqa_lit.kb.store.cache import ExecutionCache
 from kbqa_lit.kb.store.loaders import ensure_store

@@ -20,7 +20,8 @@ from kbqa_lit.backbones.encoder_decoder import (
 from kbqa_lit.backbones.encoders import train_wordpiece_tokenizer
 from kbqa_lit.backbones.seq2seq import build_seq2seq, build_tokenizer, seq2seq_from_config
 from kbqa_lit.data.entity_slots import SLOT_TOKENS
-from kbqa_lit.kb.lf.normalize import denormalize_sexpr, invert_labels, normalize_sexpr
+from kbqa_lit.kb.lf.denormalize import denormalize_sexpr, invert_labels
+from kbqa_lit.kb.lf.normalize import normalize_sexpr
 from tests.helpers.tiny import TINY_BERT
 
 SEXPR = "(JOIN (R people.person.place_of_birth) m.p0)"

@@ -3,7 +3,7 @@ from __future__ import annotations
 from kbqa_lit.data.coq.generator_inputs import coq_texts
 from kbqa_lit.data.entity_slots import SLOT_TOKENS, mask_lf, mask_text, topic_slots, unmask_lf
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.kb.lf.normalize import denormalize_sexpr, invert_labels
+from kbqa_lit.kb.lf.denormalize import denormalize_sexpr, invert_labels
 
 
 def _example(**kw) -> KBQAExample:

@@ -16,7 +16,8 @@ from kbqa_lit.decoding.grammar import (
     WordOptions,
     entity_bracket,
 )
-from kbqa_lit.kb.lf.normalize import denormalize_sexpr, invert_labels, normalize_sexpr
+from kbqa_lit.kb.lf.denormalize import denormalize_sexpr, invert_labels
+from kbqa_lit.kb.lf.normalize import normalize_sexpr
 from kbqa_lit.kb.lf.sexpr import parse_sexpr, schema_items
 
 SLOTS = [f"[E{k}]" for k in range(8)]

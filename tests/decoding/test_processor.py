@@ -10,7 +10,8 @@ from kbqa_lit.backbones.seq2seq import build_seq2seq, build_tokenizer
 from kbqa_lit.decoding.grammar import BaseRules, EntityRules, SchemaRules, SExprGrammar
 from kbqa_lit.decoding.processor import GrammarLogitsProcessor
 from kbqa_lit.decoding.tokens import TokenIndex
-from kbqa_lit.kb.lf.normalize import denormalize_sexpr, invert_labels, schema_to_words
+from kbqa_lit.kb.lf.denormalize import denormalize_sexpr, invert_labels
+from kbqa_lit.kb.lf.normalize import schema_to_words
 from kbqa_lit.kb.lf.sexpr import parse_sexpr, schema_items
 from tests.helpers.tiny import TINY_T5
 

@@ -12,15 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.lf.normalize import (
-    denormalize_all,
-    denormalize_sexpr,
-    invert_labels,
-    label_similarity,
-    normalize_sexpr,
-    schema_to_words,
-    words_to_schema,
-)
+from kbqa_lit.kb.lf.denormalize import denormalize_all, denormalize_sexpr, invert_labels, label_similarity
+from kbqa_lit.kb.lf.normalize import normalize_sexpr, schema_to_words, words_to_schema
 from kbqa_lit.kb.lf.sexpr import ENTITY_RE, Atom, Role, atoms_with_roles, map_atoms, parse_sexpr, to_sexpr_string
 from tests.helpers.sexpr_strategies import sexpr_text
 

@@ -28,7 +28,8 @@ from kbqa_lit.data.formats.synthetic import read_synthetic
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.errors import StoreError
-from kbqa_lit.kb.lf.normalize import invert_labels, normalize_sexpr
+from kbqa_lit.kb.lf.denormalize import invert_labels
+from kbqa_lit.kb.lf.normalize import normalize_sexpr
 from kbqa_lit.kb.lf.ontology import Ontology
 from kbqa_lit.kb.lf.sexpr import Atom, map_atoms, parse_sexpr, schema_items
 from kbqa_lit.kb.lf.sparql import sexpr_to_sparql

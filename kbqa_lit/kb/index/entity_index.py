@@ -8,7 +8,7 @@ names/types/aliases not counted). Three kinds of match over the question's word 
 - **normalised**: equal after :func:`normalize_surface` — casefold, accents and punctuation
   dropped, ``_`` as a space, articles (``a an the``) removed — name 0.93, alias 0.90;
 - **fuzzy**: a character-trigram index proposes surfaces sharing at least half of the n-gram's
-  trigrams; :func:`~kbqa_lit.kb.lf.normalize.label_similarity` (difflib) scores them, and a
+  trigrams; :func:`~kbqa_lit.kb.lf.denormalize.label_similarity` (difflib) scores them, and a
   similarity ``s >= fuzzy_threshold`` gives ``0.85 * s``.
 
 N-grams are tried longest first; the words of an exact or normalised match are not matched again
@@ -39,8 +39,8 @@ from typing import Any
 
 from kbqa_lit.errors import DataFormatError, StoreError, UserInputError
 from kbqa_lit.kb.index.relation_inventory import EXCLUDED_RELATIONS, is_fact_relation
+from kbqa_lit.kb.lf.denormalize import label_similarity
 from kbqa_lit.kb.lf.iri import ALIAS_RELATION, NAME_RELATION, iri, local_id
-from kbqa_lit.kb.lf.normalize import label_similarity
 
 log = logging.getLogger(__name__)
 

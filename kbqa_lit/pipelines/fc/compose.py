@@ -25,7 +25,7 @@ from kbqa_lit.decoding.grammar import BaseRules, SExprGrammar
 from kbqa_lit.decoding.processor import GrammarLogitsProcessor
 from kbqa_lit.decoding.tokens import TokenIndex
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.lf.normalize import invert_labels
+from kbqa_lit.kb.lf.denormalize import invert_labels
 from kbqa_lit.kb.store import KnowledgeBase
 from kbqa_lit.pipelines.fc.generation import Seq2SeqPart, generate_beams
 from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector, Selection

@@ -42,8 +42,8 @@ from itertools import islice
 from typing import Any
 
 from kbqa_lit.errors import SExprError
+from kbqa_lit.kb.lf.denormalize import denormalize_sexpr
 from kbqa_lit.kb.lf.iri import NAME_RELATION, NS
-from kbqa_lit.kb.lf.normalize import denormalize_sexpr
 from kbqa_lit.kb.lf.sparql import SEMANTICS, sexpr_to_sparql
 from kbqa_lit.kb.lf.terms import escape_literal
 from kbqa_lit.kb.store import ExecutionResult, KnowledgeBase

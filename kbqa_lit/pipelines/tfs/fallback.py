@@ -5,7 +5,7 @@ Per question, in order (each strategy can be switched off — the paper's w/o S1
 1. **S1** — the model writes beams of normalised logical forms with entity *mentions*; each
    beam's mentions are linked to KB ids (the example's labels first, then an entity surface
    index; several candidates per mention, every reading tried in order via
-   :func:`~kbqa_lit.kb.lf.normalize.denormalize_all`) and the readings are executed in beam order
+   :func:`~kbqa_lit.kb.lf.denormalize.denormalize_all`) and the readings are executed in beam order
    (:class:`~kbqa_lit.pipelines.selection.execution_guided.ExecutionGuidedSelector`: the first reading
    with a non-empty answer wins);
 2. **S2** — step t1 writes ``relations ; mentions``, step t2 writes logical forms from those
@@ -47,7 +47,7 @@ from kbqa_lit.data.linking import check_linking, inference_view
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.data.tfs.prompts import parse_items
 from kbqa_lit.errors import SExprError
-from kbqa_lit.kb.lf.normalize import denormalize_all, invert_labels
+from kbqa_lit.kb.lf.denormalize import denormalize_all, invert_labels
 from kbqa_lit.kb.store import KnowledgeBase
 from kbqa_lit.metrics.functional import score_question
 from kbqa_lit.metrics.lf_match import logical_form_em

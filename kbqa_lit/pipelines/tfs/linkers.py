@@ -14,7 +14,7 @@ contributing at most ``top_k`` ids; an id found twice keeps its first place). Th
 - :class:`ResultsFileLinker` (``file``): precomputed linking results (ELQ, ReFinED, ...) read by
   :func:`read_linking_results`; a generated mention takes the candidates of the file's mention that
   equals it (case- and space-insensitive) or, failing that, is most similar to it (at least
-  ``fuzzy_threshold``; :func:`~kbqa_lit.kb.lf.normalize.label_similarity`), or whose candidate label
+  ``fuzzy_threshold``; :func:`~kbqa_lit.kb.lf.denormalize.label_similarity`), or whose candidate label
   matches it.
 
 Results file (JSON lines, one object per question; or JSON: a list of such objects, or one object
@@ -41,7 +41,7 @@ from typing import Any, Protocol
 
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.lf.normalize import label_similarity
+from kbqa_lit.kb.lf.denormalize import label_similarity
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from kbqa_lit.data.tfs.prompts import (
 from kbqa_lit.datamodules.tfs.instruction import InstructionDataModule
 from kbqa_lit.datamodules.tfs.instruction_batches import InstructionEncoder
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.kb.lf.normalize import denormalize_sexpr
+from kbqa_lit.kb.lf.denormalize import denormalize_sexpr
 from kbqa_lit.pipelines.tfs.fallback import ChainMember
 from tests.helpers.toy import born_in
 

@@ -15,7 +15,8 @@ from urllib.parse import parse_qs
 import pyoxigraph
 import pytest
 
-from kbqa_lit.kb.lf.normalize import invert_labels, normalize_sexpr
+from kbqa_lit.kb.lf.denormalize import invert_labels
+from kbqa_lit.kb.lf.normalize import normalize_sexpr
 from kbqa_lit.kb.store import EndpointStore, ExecutionResult, OxigraphStore
 from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.pipelines.selection.execution_guided import (
