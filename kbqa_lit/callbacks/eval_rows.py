@@ -19,9 +19,15 @@ from typing import Any
 
 import lightning as L
 import torch
+from lightning.pytorch.utilities import rank_zero_warn
 from torchmetrics import Metric
 
+from kbqa_lit.data.gold import gold_sexprs
+from kbqa_lit.data.schema import KBQAExample
+from kbqa_lit.errors import SExprError
 from kbqa_lit.metrics.functional import QuestionScore, mean_scores, sum_scores
+from kbqa_lit.metrics.lf_match import logical_form_em
+from kbqa_lit.pipelines.selection.execution_guided import Selection, names_of
 
 
 class SelectionCounts(Metric):
@@ -163,7 +169,80 @@ def log_wandb_table(trainer: L.Trainer, key: str, rows: Sequence[Mapping[str, An
             logger.log_table(key, columns=columns, data=data)
 
 
+def comparable_answers(kb: Any, answers: list[str], ex: KBQAExample) -> list[str]:
+    """The answers in the gold's terms: KB ids, or their names where the gold has names only.
+
+    WebQSP's answer-names files (``meta["answers_by_name"]``) give the gold answers as names;
+    predicted ids are mapped to their ``type.object.name`` (ids without one stay ids).
+    """
+    if not ex.meta.get("answers_by_name") or kb is None:
+        return answers
+    names = names_of(kb, answers)
+    return [names.get(a, a) for a in answers]
+
+
+def lf_em(sel: Selection, ex: KBQAExample, reverse: Any = None) -> float | None:
+    """Logical-form exact match of the chosen beam with any gold parse (``None`` when there is none to compare)."""
+    golds = gold_sexprs(ex)
+    if not golds:
+        return None
+    if sel.chosen_sexpr is None:
+        return 0.0
+    try:
+        return 1.0 if any(logical_form_em(sel.chosen_sexpr, g, reverse) for g in golds) else 0.0
+    except SExprError as exc:
+        rank_zero_warn(f"question {ex.qid}: the gold S-expression does not parse ({exc}); EM not measured")
+        return None
+
+
+#: Beams and errors kept per row of the prediction file.
+ROW_BEAMS = 5
+ROW_ERRORS = 5
+_ERROR_CHARS = 300
+
+
+def prediction_row(
+    index: int, ex: KBQAExample, beams: list[str], text: str | None, sel: Selection, score: QuestionScore
+) -> dict[str, Any]:
+    """One question's row of the prediction file: the gold, the linking, the beams, the choice, the scores."""
+    return {
+        "index": index,
+        "qid": ex.qid,
+        "question": ex.question,
+        "gold": [a.id for a in ex.answers],
+        "gold_names": [a.name for a in ex.answers],
+        "gold_sexpr": ex.s_expression,
+        "linking": ex.meta.get("linking", "gold"),
+        "linked": dict(ex.topic_entities),
+        "beams": beams[:ROW_BEAMS],
+        "num_beams": len(beams),
+        "chosen_beam": sel.chosen_beam,
+        "chosen_sexpr": sel.chosen_sexpr,
+        "sparql": sel.sparql,
+        "answers": sel.answers,
+        "answer_text": text,
+        "f1": score.f1,
+        "precision": score.precision,
+        "recall": score.recall,
+        "hit1": score.hit1,
+        "hit1_any": score.hit1_any,
+        "em": score.em,
+        "executable": sel.executable,
+        "fallback": sel.fallback,
+        "path_fallback": sel.path_fallback,
+        "path_override": sel.path_override,
+        "answer_type": sel.answer_type,
+        "beams_tried": sel.beams_tried,
+        "errors": [e[:_ERROR_CHARS] for e in sel.errors[:ROW_ERRORS]],
+    }
+
+
 __all__ = [
+    "comparable_answers",
+    "lf_em",
+    "ROW_BEAMS",
+    "ROW_ERRORS",
+    "prediction_row",
     "SelectionCounts",
     "atomic_write_jsonl",
     "gather_rows",

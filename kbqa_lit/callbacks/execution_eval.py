@@ -2,62 +2,28 @@
 
 The callback is where a generator meets the knowledge base (modules never call stores). On each
 validation / test / predict batch it asks the module for beams of normalised S-expressions
-(``pl_module.generate_lf``) and an answer text (``pl_module.generate_answer``), selects each
-question's answers with :class:`~kbqa_lit.pipelines.selection.execution_guided.ExecutionGuidedSelector`
-(first executable beam in order, else the answer text), scores them and keeps one row per
-question. At the end of the epoch it
+(``pl_module.generate_lf``, grammar-constrained with ``constrained``: :mod:`kbqa_lit.callbacks.constrained_decoding`)
+and an answer text (``pl_module.generate_answer``, or a separately trained ``answer_model``:
+:mod:`kbqa_lit.callbacks.answer_source`), answers each question with the shared
+:class:`~kbqa_lit.pipelines.selection.chain.AnswerChain` (first executable beam, then the KB-path
+fallback and the answer-type check when on, else the answer text), scores it and keeps one row per
+question (:func:`~kbqa_lit.callbacks.eval_rows.prediction_row`). At the end of the epoch it logs
+``{val,test}/f1``, ``hit1``, ``hit1_any``, ``em``, ``executable``, ``fallback_rate``... (torchmetrics
+sum states synced across ranks, the same value on every rank), gathers the rows of every rank and, on
+rank 0, writes ONE complete ``{val,test,predict}_predictions_epoch{E}.jsonl`` (atomically) and a W&B
+table; rank 0 also logs the epoch's time per part (:mod:`kbqa_lit.callbacks.eval_timing`).
 
-- computes :class:`~kbqa_lit.metrics.AnswerMetrics` (torchmetrics: sum states synced across
-  ranks) and logs ``{val,test}/f1``, ``hit1``, ``hit1_any``, ``em`` (when gold S-expressions
-  exist), ``executable``, ``fallback_rate`` and ``exec_cache_hit_rate`` — the same synced value
-  on every rank, with ``sync_dist=False``, so ``ModelCheckpoint``/``EarlyStopping`` can monitor
-  them on every rank;
-- gathers the rows of every rank (``torch.distributed.all_gather_object``) and, on rank 0, writes
-  ONE complete ``{val,test,predict}_predictions_epoch{E}.jsonl`` (rows sorted by example index,
-  written atomically) and, with a ``WandbLogger``, a W&B table of the first rows.
-
-What the module and the datamodule must provide:
-
-- ``pl_module.generate_lf(batch, num_beams=, num_return_sequences=, max_new_tokens=)`` →
-  ``list[list[str]]`` (normalised S-expressions per example, beam order) and optionally
-  ``pl_module.generate_answer(batch, max_new_tokens=)`` → ``list[str]``. A step may instead
-  return a mapping with ``"beams"`` (and ``"answer_texts"``) to avoid generating twice.
-- ``trainer.datamodule.examples(split)`` → ``list[KBQAExample]`` for ``"val"``, ``"test"``,
-  ``"predict"``, and batches with ``batch["index"]`` (row indices into that list).
-
-The examples are what inference may see: the datamodules that declare a ``linking`` setting
-(:mod:`kbqa_lit.data.linking`) hand out views whose ``topic_entities`` are the *linked* entities,
-so the topic-entity slots and the label map of denormalisation never read gold entities. With
-``linking: gold`` (an oracle) every metric is logged as ``oracle/{val,test}/...`` and the files are
-named ``oracle_{val,test}_predictions_epoch{E}.jsonl``; each row records its ``linking`` and the
-``linked`` entities.
-
-Constrained decoding (``constrained``: ``grammar``, ``schema``, ``connected`` or ``datamodule``)
-passes a :class:`~kbqa_lit.decoding.processor.GrammarLogitsProcessor` to ``generate_lf``; the rule sets
-of each mode are in :mod:`kbqa_lit.callbacks.constrained_decoding` (never gold fields). Each row
-records its ``constrained`` mode.
-
-Separately trained generators (``answer_model``): the LF beams come from the module under test and
-the answer texts from a second generator checkpoint (CoQ's "separately trained" ablation: an
-LF-only and an answer-only model); see :mod:`kbqa_lit.callbacks.answer_source`. Each row records its
-``answer_source`` (``module`` or the checkpoint's path).
-
-Timing: rank 0 logs, per validation/test epoch and straight to the loggers (not as synced
-metrics, so DDP equality of the metrics and rows is untouched), ``{val,test}/time_generate_s``
-(beam search and answer text), ``time_denormalise_s`` (denormalisation, conversion to SPARQL,
-selection), ``time_execute_s`` (waiting for the store), ``time_bookkeeping_s`` (scoring, rows),
-``time_total_s`` (the epoch's wall time) and ``questions_per_s`` of its own questions; the same
-dict is in ``last_timing``.
-
-Under DDP each index should reach exactly one rank (an unrepeated sampler). If the gathered rows
-show an index twice (e.g. Lightning's padding ``DistributedSampler``), the duplicates are
-dropped and the metrics recomputed from the unique rows, with a warning.
+The module provides ``generate_lf(batch, num_beams=, num_return_sequences=, max_new_tokens=)`` (and
+optionally ``generate_answer``); the datamodule ``examples(split)`` and batches with ``batch["index"]``.
+The examples are what inference may see (linked, never gold, entities); with gold inputs (an oracle)
+metrics and files are named ``oracle/...`` (:func:`~kbqa_lit.callbacks.eval_stages.metric_prefix`).
+Under DDP each index should reach one rank; duplicates are dropped with a warning. Details:
+``docs/training.md``.
 """
 
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -65,61 +31,34 @@ from typing import Any, Literal
 import lightning as L
 import torch
 from lightning.pytorch.utilities import rank_zero_warn
-from lightning.pytorch.utilities.warnings import PossibleUserWarning
-from transformers import LogitsProcessorList
 
 from kbqa_lit.backbones.common import MINILM
 from kbqa_lit.callbacks.answer_source import SeparateAnswerModel
 from kbqa_lit.callbacks.constrained_decoding import ConstrainedDecoding
+from kbqa_lit.callbacks.eval_generation import generate_for_batch
 from kbqa_lit.callbacks.eval_rows import (
     SelectionCounts,
     atomic_write_jsonl,
+    comparable_answers,
     gather_rows,
+    lf_em,
     log_wandb_table,
     metrics_from_rows,
+    prediction_row,
     unique_sorted,
 )
+from kbqa_lit.callbacks.eval_stages import LOGGED, STAGES, ResyncAdviceFilter, metric_prefix
 from kbqa_lit.callbacks.eval_timing import EpochTimer, log_timing
 from kbqa_lit.data.entity_slots import unmask_lf
-from kbqa_lit.data.gold import gold_parses, gold_sexprs
-from kbqa_lit.data.linking import ORACLE_PREFIX
+from kbqa_lit.data.gold import gold_parses
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.errors import SExprError
 from kbqa_lit.kb.lf.denormalize import invert_labels
-from kbqa_lit.kb.store import is_endpoint, open_store
-from kbqa_lit.kb.store.cache import ExecutionCache
-from kbqa_lit.kb.store.loaders import ensure_store
+from kbqa_lit.kb.store import StoreSpec
 from kbqa_lit.metrics.answer_metrics import AnswerMetrics
 from kbqa_lit.metrics.functional import QuestionScore, score_question
-from kbqa_lit.metrics.lf_match import load_reverse_properties, logical_form_em
-from kbqa_lit.pipelines.selection.answer_type import AnswerTypes
-from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector, KBNameLookup, Selection, names_of
-from kbqa_lit.pipelines.selection.path_fallback import PathFallback
-from kbqa_lit.pipelines.selection.type_guard import TypeGuard
-
-#: Trainer stage → (metric prefix, datamodule split).
-STAGES: dict[str, tuple[str, str]] = {
-    "validate": ("val", "val"),
-    "test": ("test", "test"),
-    "predict": ("predict", "predict"),
-}
-#: Metrics logged per stage (``em`` only when measured).
-LOGGED = (
-    "f1",
-    "hit1",
-    "hit1_any",
-    "em",
-    "executable",
-    "fallback_rate",
-    "path_fallback_rate",
-    "path_override_rate",
-    "answer_type_rate",
-    "exec_cache_hit_rate",
-)
-#: Beams and errors kept per row of the prediction file.
-ROW_BEAMS = 5
-ROW_ERRORS = 5
-_ERROR_CHARS = 300
+from kbqa_lit.metrics.lf_match import load_reverse_properties
+from kbqa_lit.pipelines.selection.chain import AnswerChain, build_extensions
+from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector, KBNameLookup, Selection
 
 
 class ExecutionGuidedEval(L.Callback):
@@ -245,17 +184,15 @@ class ExecutionGuidedEval(L.Callback):
         self.path_encoder = path_encoder
         self.path_max_hops = int(path_max_hops)
         self.path_override_margin = path_override_margin
-        self._paths = (
-            PathFallback(path_encoder, path_max_hops, override_margin=path_override_margin)
-            if self.path_fallback
-            else None
-        )
         self.answer_type = bool(answer_type)
         self.answer_type_threshold = float(answer_type_threshold)
-        self._types = (
-            TypeGuard(AnswerTypes(path_encoder, answer_type_threshold), self._paths or PathFallback(path_encoder))
-            if self.answer_type
-            else None
+        self._paths, self._types = build_extensions(
+            path_fallback=self.path_fallback,
+            answer_type=self.answer_type,
+            encoder=path_encoder,
+            max_hops=self.path_max_hops,
+            override_margin=path_override_margin,
+            type_threshold=self.answer_type_threshold,
         )
         self.kb: Any = None
         self.selector: ExecutionGuidedSelector | None = None
@@ -275,7 +212,7 @@ class ExecutionGuidedEval(L.Callback):
         #: Seconds per part of the last finished epoch on this process (see the module docstring).
         self.last_timing: dict[str, float] = {}
         self._timer = EpochTimer()
-        self._quiet: warnings.catch_warnings | None = None
+        self._quiet = ResyncAdviceFilter()
 
     # -- life cycle ----------------------------------------------------------------------
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
@@ -284,13 +221,9 @@ class ExecutionGuidedEval(L.Callback):
         if needed not in self.stages:
             return
         if self.kb is None:
-            if self.build_from:
-                ensure_store(self.store_spec, self.build_from, self.build_format)
-            disk = ExecutionCache(self.disk_cache) if self.disk_cache else None
-            kwargs: dict[str, Any] = {"timeout": self.timeout, "disk_cache": disk}
-            if not is_endpoint(self.store_spec):
-                kwargs["workers"] = self.workers  # Oxigraph: one worker process per query in flight
-            self.kb = open_store(self.store_spec, **kwargs)
+            self.kb = StoreSpec(
+                self.store_spec, self.build_from or (), self.build_format, self.timeout, self.workers, self.disk_cache
+            ).open()
             self.selector = ExecutionGuidedSelector(
                 self.kb, workers=self.workers, count_zero_is_executable=self.count_zero_is_executable
             )
@@ -313,40 +246,19 @@ class ExecutionGuidedEval(L.Callback):
         if self.kb is not None:
             self.kb.close()
         self.kb, self.selector, self.names = None, None, None
-        self._restore_warnings()
+        self._quiet.remove()
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Lightning has collected the epoch's logged values: warnings are back as they were."""
-        self._restore_warnings()
+        self._quiet.remove()
 
     def on_test_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Lightning has collected the epoch's logged values: warnings are back as they were."""
-        self._restore_warnings()
-
-    def _hide_resync_advice(self) -> None:
-        """Until the loop ends, hide Lightning's advice to sync the logged values (they are synced already).
-
-        Lightning gives it under DDP when it collects epoch-level values logged with
-        ``sync_dist=False``, after the epoch-end hooks; the filter lives from the epoch-end log to
-        ``on_{validation,test}_end`` and is then removed, so no other warning is touched.
-        """
-        if self._quiet is None:
-            self._quiet = warnings.catch_warnings()
-            self._quiet.__enter__()
-            warnings.filterwarnings(
-                "ignore",
-                message=r"It is recommended to use `self\.log\('(val|test)/(" + "|".join(LOGGED) + r")'",
-                category=PossibleUserWarning,
-            )
-
-    def _restore_warnings(self) -> None:
-        if self._quiet is not None:
-            self._quiet.__exit__(None, None, None)
-            self._quiet = None
+        self._quiet.remove()
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(kb=None, selector=None, names=None, _quiet=None)
+        state.update(kb=None, selector=None, names=None, _quiet=ResyncAdviceFilter())
         state["_decoding"] = ConstrainedDecoding(self.constrained, self.num_beams, self.max_new_tokens)
         return state
 
@@ -447,32 +359,21 @@ class ExecutionGuidedEval(L.Callback):
     def _generate(
         self, pl_module: L.LightningModule, outputs: Any, batch: Any, examples: Sequence[KBQAExample] = ()
     ) -> tuple[list[list[str]], list[str] | None]:
-        if isinstance(outputs, Mapping) and "beams" in outputs:
-            beams = [list(b) for b in outputs["beams"]]
-            texts = outputs.get("answer_texts")
-            if self._answers is not None:
-                texts = self._answers.texts(batch, pl_module.device, self.max_new_tokens)
-            return beams, None if texts is None else [str(t) for t in texts]
-        processor = self._decoder().processor(pl_module, batch, examples, self.kb) if self.lf_generation else None
-        extra = {} if processor is None else {"logits_processor": LogitsProcessorList([processor])}
-        with torch.no_grad():
-            if self.lf_generation:
-                beams = pl_module.generate_lf(
-                    batch,
-                    num_beams=self.num_beams,
-                    num_return_sequences=self.num_return_sequences,
-                    max_new_tokens=self.max_new_tokens,
-                    **extra,
-                )
-            else:  # "w/o LF generation": no beams, so every prediction is the answer text
-                beams = [[] for _ in range(len(batch["index"]))]
-            texts = None
-            if self._answers is not None:  # the separately trained answer generator's, not the module's
-                texts = self._answers.texts(batch, pl_module.device, self.max_new_tokens)
-            elif callable(getattr(pl_module, "generate_answer", None)):
-                # [] when the batches have no answer task (answer_task: false): no fallback text
-                texts = pl_module.generate_answer(batch, max_new_tokens=self.max_new_tokens) or None
-        return [list(b) for b in beams], None if texts is None else [str(t) for t in texts]
+        given = isinstance(outputs, Mapping) and "beams" in outputs
+        processor = None
+        if self.lf_generation and not given:
+            processor = self._decoder().processor(pl_module, batch, examples, self.kb)
+        return generate_for_batch(
+            pl_module,
+            outputs,
+            batch,
+            processor=processor,
+            lf_generation=self.lf_generation,
+            num_beams=self.num_beams,
+            num_return_sequences=self.num_return_sequences,
+            max_new_tokens=self.max_new_tokens,
+            answers=self._answers,
+        )
 
     def _batch(self, stage: str, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any) -> None:
         assert self.selector is not None, "setup() opens the store"
@@ -500,11 +401,13 @@ class ExecutionGuidedEval(L.Callback):
             path_fallbacks += int(sel.path_fallback)
             path_overrides += int(sel.path_override)
             retyped += int(sel.answer_type)
-            predicted = self._comparable(sel.answers, ex)
-            score = score_question(predicted, gold_parses(ex), em=self._em(sel, ex), executable=sel.executable)
+            predicted = comparable_answers(self.kb, sel.answers, ex)
+            score = score_question(
+                predicted, gold_parses(ex), em=lf_em(sel, ex, self._reverse), executable=sel.executable
+            )
             scores.append(score)
             fallbacks += int(sel.fallback)
-            row = self._row(i, ex, ex_beams, None if texts is None else texts[k], sel, score)
+            row = prediction_row(i, ex, ex_beams, None if texts is None else texts[k], sel, score)
             row["constrained"] = constrained
             row["answer_source"] = self.answer_model or "module"
             self._rows.append(row)
@@ -521,82 +424,16 @@ class ExecutionGuidedEval(L.Callback):
     def _select(self, ex: KBQAExample, beams: list[str], text: str | None) -> Selection:
         """The question's selection: beams in order, then the path fallback (when on), then the text."""
         assert self.selector is not None, "setup() opens the store"
-        kwargs: dict[str, Any] = {
-            "semantics": ex.semantics,
-            "label_to_ids": invert_labels(ex.entity_labels()),
-            "candidates": tuple((str(e), str(n)) for e, n in (ex.meta.get("entity_candidates") or {}).items()),
-            "answer_text": text,
-            "name_to_ids": self.names,
-        }
-        linked = {str(e): str(n) for e, n in ex.topic_entities.items()}
-        if self._paths is None:
-            sel = self.selector.select(beams, **kwargs)
-        else:
-            sel = self._paths.select(self.selector, beams, question=ex.question, linked=linked, **kwargs)
-        if self._types is None or sel.fallback:  # an answer text is not re-typed
-            return sel
-        return self._types.after(
-            self.selector, sel, beams, question=ex.question, linked=linked, semantics=ex.semantics,
-            label_to_ids=kwargs["label_to_ids"],
-        )  # fmt: skip
-
-    def _comparable(self, answers: list[str], ex: KBQAExample) -> list[str]:
-        """The answers in the gold's terms: KB ids, or their names where the gold has names only.
-
-        WebQSP's answer-names files (``meta["answers_by_name"]``) give the gold answers as names;
-        predicted ids are mapped to their ``type.object.name`` (ids without one stay ids).
-        """
-        if not ex.meta.get("answers_by_name") or self.kb is None:
-            return answers
-        names = names_of(self.kb, answers)
-        return [names.get(a, a) for a in answers]
-
-    def _em(self, sel: Selection, ex: KBQAExample) -> float | None:
-        golds = gold_sexprs(ex)
-        if not golds:
-            return None
-        if sel.chosen_sexpr is None:
-            return 0.0
-        try:
-            return 1.0 if any(logical_form_em(sel.chosen_sexpr, g, self._reverse) for g in golds) else 0.0
-        except SExprError as exc:
-            rank_zero_warn(f"question {ex.qid}: the gold S-expression does not parse ({exc}); EM not measured")
-            return None
-
-    @staticmethod
-    def _row(
-        index: int, ex: KBQAExample, beams: list[str], text: str | None, sel: Selection, score: QuestionScore
-    ) -> dict[str, Any]:
-        return {
-            "index": index,
-            "qid": ex.qid,
-            "question": ex.question,
-            "gold": [a.id for a in ex.answers],
-            "gold_names": [a.name for a in ex.answers],
-            "gold_sexpr": ex.s_expression,
-            "linking": ex.meta.get("linking", "gold"),
-            "linked": dict(ex.topic_entities),
-            "beams": beams[:ROW_BEAMS],
-            "num_beams": len(beams),
-            "chosen_beam": sel.chosen_beam,
-            "chosen_sexpr": sel.chosen_sexpr,
-            "sparql": sel.sparql,
-            "answers": sel.answers,
-            "answer_text": text,
-            "f1": score.f1,
-            "precision": score.precision,
-            "recall": score.recall,
-            "hit1": score.hit1,
-            "hit1_any": score.hit1_any,
-            "em": score.em,
-            "executable": sel.executable,
-            "fallback": sel.fallback,
-            "path_fallback": sel.path_fallback,
-            "path_override": sel.path_override,
-            "answer_type": sel.answer_type,
-            "beams_tried": sel.beams_tried,
-            "errors": [e[:_ERROR_CHARS] for e in sel.errors[:ROW_ERRORS]],
-        }
+        return AnswerChain(self.selector, self._paths, self._types).select(
+            beams,
+            question=ex.question,
+            linked={str(e): str(n) for e, n in ex.topic_entities.items()},
+            semantics=ex.semantics,
+            label_to_ids=invert_labels(ex.entity_labels()),
+            entity_candidates=tuple((str(e), str(n)) for e, n in (ex.meta.get("entity_candidates") or {}).items()),
+            answer_text=text,
+            name_to_ids=self.names,
+        )
 
     # -- epoch end -----------------------------------------------------------------------
     def _finish(self, stage: str, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
@@ -624,7 +461,7 @@ class ExecutionGuidedEval(L.Callback):
             values.pop("answer_type_rate", None)
         self.last_metrics, self.last_rows, self.last_duplicates = values, rows, duplicates
         if stage != "predict":
-            self._hide_resync_advice()
+            self._quiet.install()
             for key in LOGGED:
                 if key in values:
                     pl_module.log(f"{prefix}/{key}", values[key], sync_dist=False, prog_bar=key in ("f1", "hit1"))
@@ -653,16 +490,3 @@ class ExecutionGuidedEval(L.Callback):
     def _out_path(self, prefix: str, trainer: L.Trainer) -> Path:
         out_dir = self._out_dir or Path(trainer.default_root_dir)
         return out_dir / f"{prefix.replace('/', '_')}_predictions_epoch{trainer.current_epoch}.jsonl"
-
-
-def metric_prefix(stage: str, trainer: L.Trainer) -> str:
-    """``val``/``test``/``predict``, under ``oracle/`` when the datamodule feeds evaluation gold inputs.
-
-    Gold inputs are what the datamodule's ``oracle_inputs()`` names (gold linking, oracle
-    patterns); a datamodule without that method is an oracle when its ``linking`` is ``gold``.
-    """
-    prefix = STAGES[stage][0]
-    dm = getattr(trainer, "datamodule", None)
-    oracle_inputs = getattr(dm, "oracle_inputs", None)
-    oracle = bool(oracle_inputs()) if callable(oracle_inputs) else getattr(dm, "linking", None) == "gold"
-    return ORACLE_PREFIX + prefix if oracle else prefix

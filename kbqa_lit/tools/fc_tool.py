@@ -116,8 +116,7 @@ def cmd_compose(args: argparse.Namespace) -> int:
     from kbqa_lit.pipelines.fc.composition import (
         COMPOSE_DEFAULTS,
         FillComposition,
-        path_fallback_from,
-        type_guard_from,
+        extensions_from,
     )
     from kbqa_lit.pipelines.fc.fill import SkeletonFiller
     from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector
@@ -132,8 +131,7 @@ def cmd_compose(args: argparse.Namespace) -> int:
         raise UserInputError(f"no such question file: {path} (a file written by `kbqa fc detect`)")
     generated = _read_generated(cfg["generated"]) if cfg["generated"] else None
     filler = SkeletonFiller(**cfg["fill"])
-    paths = path_fallback_from(cfg["paths"])
-    types = type_guard_from(cfg["answer_type"], paths)
+    paths, types = extensions_from(cfg["paths"], cfg["answer_type"])
     store = _open_kb(cfg["kb"])
     start = time.perf_counter()
     try:

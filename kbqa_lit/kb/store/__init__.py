@@ -13,6 +13,7 @@ never raising for a bad or slow query; it enforces a timeout, is read-only and c
 ``endpoint.py``        :class:`EndpointStore` (any SPARQL 1.1 endpoint over HTTP)
 ``loaders.py``         building a store from triple files (``kbqa kb build``)
 ``execute.py``         S-expressions executed on a store
+``spec.py``            :class:`StoreSpec`: which knowledge base, how to build and open it
 =====================  ================================================================
 """
 
@@ -26,6 +27,7 @@ from kbqa_lit.kb.store.base import (
 from kbqa_lit.kb.store.endpoint import EndpointStore
 from kbqa_lit.kb.store.oxigraph import OxigraphStore, open_store
 from kbqa_lit.kb.store.result import ExecutionResult
+from kbqa_lit.kb.store.spec import StoreSpec
 
 __all__ = [
     "UPDATE_KEYWORDS",
@@ -34,6 +36,7 @@ __all__ = [
     "ExecutionResult",
     "KnowledgeBase",
     "OxigraphStore",
+    "StoreSpec",
     "is_endpoint",
     "open_store",
     "update_keyword",

@@ -36,7 +36,7 @@ from kbqa_lit.data.fc.literals import detect_literals
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.pipelines.fc.fill import SkeletonFiller
-from kbqa_lit.pipelines.selection.answer_type import AnswerTypes
+from kbqa_lit.pipelines.selection.chain import build_extensions
 from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector
 from kbqa_lit.pipelines.selection.path_fallback import PathFallback
 from kbqa_lit.pipelines.selection.type_guard import TypeGuard
@@ -74,34 +74,31 @@ COMPOSE_DEFAULTS: dict[str, Any] = {
 }
 
 
-def path_fallback_from(settings: Mapping[str, Any]) -> PathFallback | None:
-    """The ``paths`` section as a :class:`PathFallback` (``None`` when ``fallback`` is false).
+def extensions_from(
+    paths: Mapping[str, Any], answer_type: Mapping[str, Any]
+) -> tuple[PathFallback | None, TypeGuard | None]:
+    """The ``paths`` and ``answer_type`` sections as the answer chain's optional steps.
+
+    The type check ranks its KB paths with the fallback's ranking when both are on, else with a
+    ranking of its own with the section's encoder
+    (:func:`~kbqa_lit.pipelines.selection.chain.build_extensions`).
 
     Raises:
         UserInputError: For an ``override_margin`` without ``fallback``, or bad values.
     """
-    if not settings.get("fallback"):
-        if settings.get("override_margin") is not None:
-            raise UserInputError("paths.override_margin needs paths.fallback: true")
-        return None
-    return PathFallback(
-        str(settings["encoder"]), int(settings["max_hops"]), override_margin=settings.get("override_margin")
+    if not paths.get("fallback") and paths.get("override_margin") is not None:
+        raise UserInputError("paths.override_margin needs paths.fallback: true")
+    check = bool(answer_type.get("check"))
+    return build_extensions(
+        path_fallback=bool(paths.get("fallback")),
+        answer_type=check,
+        encoder=str(paths["encoder"]),
+        max_hops=int(paths["max_hops"]),
+        override_margin=paths.get("override_margin"),
+        type_threshold=float(answer_type["threshold"]) if check else 0.8,
+        type_encoder=str(answer_type["encoder"]) if check else None,
+        type_max_paths=int(answer_type["max_paths"]) if check else 30,
     )
-
-
-def type_guard_from(settings: Mapping[str, Any], paths: PathFallback | None) -> TypeGuard | None:
-    """The ``answer_type`` section as a :class:`TypeGuard` (``None`` when ``check`` is false).
-
-    Its KB paths are ``paths``' ranking (the same encoder), or a ranking of their own with the
-    section's encoder when the path fallback is off.
-
-    Raises:
-        UserInputError: For bad values.
-    """
-    if not settings.get("check"):
-        return None
-    types = AnswerTypes(str(settings["encoder"]), float(settings["threshold"]))
-    return TypeGuard(types, paths or PathFallback(str(settings["encoder"])), int(settings["max_paths"]))
 
 
 class FillComposition:
@@ -203,4 +200,4 @@ class FillComposition:
         }
 
 
-__all__ = ["COMPOSE_DEFAULTS", "COMPOSITIONS", "FillComposition", "path_fallback_from", "type_guard_from"]
+__all__ = ["COMPOSE_DEFAULTS", "COMPOSITIONS", "FillComposition", "extensions_from"]

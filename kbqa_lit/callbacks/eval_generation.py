@@ -1,0 +1,74 @@
+"""What the execution-guided evaluation asks a module for: beams of logical forms and answer texts.
+
+Beams are normalised S-expressions per question in beam order (``pl_module.generate_lf``, with the
+grammar-constrained processor when one is given); answer texts come from the module
+(``pl_module.generate_answer``) or from a separately trained answer generator
+(:class:`~kbqa_lit.callbacks.answer_source.SeparateAnswerModel`). A step may instead return a
+mapping with ``"beams"`` (and ``"answer_texts"``) to avoid generating twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import lightning as L
+import torch
+from transformers import LogitsProcessor, LogitsProcessorList
+
+from kbqa_lit.callbacks.answer_source import SeparateAnswerModel
+
+
+def generate_for_batch(
+    pl_module: L.LightningModule,
+    outputs: Any,
+    batch: Any,
+    *,
+    processor: LogitsProcessor | None,
+    lf_generation: bool,
+    num_beams: int,
+    num_return_sequences: int,
+    max_new_tokens: int,
+    answers: SeparateAnswerModel | None,
+) -> tuple[list[list[str]], list[str] | None]:
+    """The batch's beams (per question) and answer texts (``None`` when there are none).
+
+    Args:
+        pl_module: The module under test.
+        outputs: What its step returned (beams and answer texts when it generated them already).
+        batch: The batch.
+        processor: The grammar-constrained logits processor, or ``None`` (free decoding).
+        lf_generation: Whether logical forms are generated (else every prediction is the answer text).
+        num_beams: Beam width.
+        num_return_sequences: Beams kept per question.
+        max_new_tokens: Longest generation.
+        answers: A separately trained answer generator, or ``None`` (the module's answer texts).
+    """
+    if isinstance(outputs, Mapping) and "beams" in outputs:
+        beams = [list(b) for b in outputs["beams"]]
+        texts = outputs.get("answer_texts")
+        if answers is not None:
+            texts = answers.texts(batch, pl_module.device, max_new_tokens)
+        return beams, None if texts is None else [str(t) for t in texts]
+    extra = {} if processor is None else {"logits_processor": LogitsProcessorList([processor])}
+    with torch.no_grad():
+        if lf_generation:
+            beams = pl_module.generate_lf(
+                batch,
+                num_beams=num_beams,
+                num_return_sequences=num_return_sequences,
+                max_new_tokens=max_new_tokens,
+                **extra,
+            )
+        else:  # "w/o LF generation": no beams, so every prediction is the answer text
+            beams = [[] for _ in range(len(batch["index"]))]
+        texts = None
+        if answers is not None:  # the separately trained answer generator's, not the module's
+            texts = answers.texts(batch, pl_module.device, max_new_tokens)
+        elif callable(getattr(pl_module, "generate_answer", None)):
+            # [] when the batches have no answer task (answer_task: false): no fallback text
+            texts = pl_module.generate_answer(batch, max_new_tokens=max_new_tokens) or None
+    return [list(b) for b in beams], None if texts is None else [str(t) for t in texts]
+
+
+__all__ = ["generate_for_batch"]

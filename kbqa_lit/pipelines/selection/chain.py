@@ -1,0 +1,116 @@
+"""The answer chain: ranked candidate logical forms → first executable → KB-path fallback → answer-type check.
+
+:class:`AnswerChain` is one question's selection as CoQ's evaluation callback makes it: the
+:class:`~kbqa_lit.pipelines.selection.execution_guided.ExecutionGuidedSelector` executes the
+candidates in order and keeps the first that answers; when the KB-path fallback is on, the linked
+entities' KB paths come next (and may override a weak first choice); the answer text (a generator's
+answer) is the last resort; when the answer-type check is on, an answer that is not of the kind
+the question names gives way to the next candidate or path that is. :func:`build_extensions` makes
+the two optional steps from their settings, the same way for every caller (CoQ's callback,
+FC-KBQA's composition), so the type check shares the fallback's path ranking when both are on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kbqa_lit.backbones.common import MINILM
+from kbqa_lit.pipelines.selection.answer_type import AnswerTypes
+from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector, Selection
+from kbqa_lit.pipelines.selection.path_fallback import PathFallback
+from kbqa_lit.pipelines.selection.type_guard import TypeGuard
+
+
+def build_extensions(
+    *,
+    path_fallback: bool,
+    answer_type: bool,
+    encoder: str = MINILM,
+    max_hops: int = 2,
+    override_margin: float | None = None,
+    type_threshold: float = 0.8,
+    type_encoder: str | None = None,
+    type_max_paths: int = 30,
+) -> tuple[PathFallback | None, TypeGuard | None]:
+    """The optional steps after the candidates: the KB-path fallback and the answer-type check.
+
+    Args:
+        path_fallback: Whether the linked entities' KB paths follow the candidates.
+        answer_type: Whether answers are checked against the question's answer noun.
+        encoder: The sentence encoder that ranks paths (and compares answer kinds).
+        max_hops: Longest path (1 or 2).
+        override_margin: How much better a path must score to replace an executable first choice
+            (``None``: never).
+        type_threshold: Least cosine similarity of an answer noun and a KB class.
+        type_encoder: The answer-type check's encoder (default ``encoder``); with the fallback off,
+            its own path ranking uses it too.
+        type_max_paths: KB paths the answer-type check may try.
+
+    Returns:
+        ``(paths, types)``, each ``None`` when off; ``types`` ranks paths with ``paths`` when on.
+    """
+    paths = PathFallback(encoder, max_hops, override_margin=override_margin) if path_fallback else None
+    types = None
+    if answer_type:
+        kinds = type_encoder or encoder
+        types = TypeGuard(AnswerTypes(kinds, type_threshold), paths or PathFallback(kinds), type_max_paths)
+    return paths, types
+
+
+@dataclass
+class AnswerChain:
+    """One question's answers from ranked candidates (see the module docstring).
+
+    Attributes:
+        selector: Executes the candidates in order on the knowledge base.
+        paths: The KB-path fallback, or ``None`` (off).
+        types: The answer-type check, or ``None`` (off).
+    """
+
+    selector: ExecutionGuidedSelector
+    paths: PathFallback | None = None
+    types: TypeGuard | None = None
+
+    def select(
+        self,
+        candidates: Sequence[str],
+        *,
+        question: str,
+        linked: Mapping[str, str],
+        semantics: str,
+        label_to_ids: Mapping[str, Sequence[str]],
+        entity_candidates: Sequence[tuple[str, str]] = (),
+        answer_text: str | None = None,
+        name_to_ids: Mapping[str, Sequence[str]] | None = None,
+    ) -> Selection:
+        """Candidates in order, then the paths (when on), then the answer text; then the type check (when on).
+
+        Args:
+            candidates: Normalised S-expressions, best first (a generator's beams).
+            question: The question text (paths and answer nouns read it).
+            linked: Linked entity id → label, in the linker's order.
+            semantics: The answer semantics of the dataset.
+            label_to_ids: Entity label → ids for denormalisation.
+            entity_candidates: Further (id, label) pairs a label may resolve to.
+            answer_text: The generated answer text (the last resort), if any.
+            name_to_ids: Maps an answer text to KB ids by name.
+
+        Returns:
+            The selection; an answer text is never re-typed.
+        """
+        common = {"semantics": semantics, "label_to_ids": label_to_ids, "candidates": entity_candidates}
+        texts = {"answer_text": answer_text, "name_to_ids": name_to_ids}
+        if self.paths is None:
+            sel = self.selector.select(candidates, **common, **texts)
+        else:
+            sel = self.paths.select(self.selector, candidates, question=question, linked=linked, **common, **texts)
+        if self.types is None or sel.fallback:
+            return sel
+        return self.types.after(
+            self.selector, sel, candidates, question=question, linked=linked, semantics=semantics,
+            label_to_ids=label_to_ids,
+        )  # fmt: skip
+
+
+__all__ = ["AnswerChain", "build_extensions"]
