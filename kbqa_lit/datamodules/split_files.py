@@ -197,12 +197,10 @@ class SplitFilesMixin:
         """The surface-name linker over ``linking_store`` (built once; ``None`` without a store)."""
         if self._linker_cache is None and self._linking_store:
             from kbqa_lit.kb.index.entity_index import EntityIndex
-            from kbqa_lit.kb.store import open_store
-            from kbqa_lit.kb.store.loaders import ensure_store
+            from kbqa_lit.kb.store import StoreSpec
 
-            if self._linking_build_from:
-                ensure_store(self._linking_store, self._linking_build_from)
-            store = open_store(self._linking_store, timeout=600.0)  # one-off index build: full scans
+            # one-off index build: full scans, hence the long timeout
+            store = StoreSpec(self._linking_store, self._linking_build_from or [], timeout=600.0).open()
             try:
                 index = EntityIndex.for_store(store)
             finally:

@@ -36,14 +36,11 @@ def _open_kb(kb: dict[str, Any]) -> Any:
     Raises:
         UserInputError: Without ``kb.store``.
     """
-    from kbqa_lit.kb.store import open_store
-    from kbqa_lit.kb.store.loaders import ensure_store
+    from kbqa_lit.kb.store import StoreSpec
 
     if not kb["store"]:
         raise UserInputError("the FC config needs kb.store")
-    if kb["build_from"]:
-        ensure_store(kb["store"], kb["build_from"])
-    return open_store(kb["store"])
+    return StoreSpec(kb["store"], kb["build_from"] or []).open()
 
 
 def cmd_detect(args: argparse.Namespace) -> int:

@@ -26,7 +26,7 @@ class StoreSpec:
         store: A store folder or an ``http(s)://`` SPARQL endpoint URL.
         build_from: Triple files to build a missing store folder from (ignored for an endpoint).
         build_format: Their format (``nt``, ``tsv``, ``metaqa``, ``pathquestion``).
-        timeout: Seconds a query may run.
+        timeout: Seconds a query may run (``None``: the store's own default).
         workers: Worker processes of the embedded store (queries in flight); endpoints ignore it.
         disk_cache: A SQLite file caching results by query text across runs and processes.
     """
@@ -34,7 +34,7 @@ class StoreSpec:
     store: str
     build_from: Sequence[str] = field(default_factory=tuple)
     build_format: str = "nt"
-    timeout: float = 10.0
+    timeout: float | None = None
     workers: int = 1
     disk_cache: str | None = None
 
@@ -43,7 +43,9 @@ class StoreSpec:
         if self.build_from:
             ensure_store(self.store, list(self.build_from), self.build_format)
         disk = ExecutionCache(self.disk_cache) if self.disk_cache else None
-        kwargs: dict[str, object] = {"timeout": self.timeout, "disk_cache": disk}
+        kwargs: dict[str, object] = {"disk_cache": disk}
+        if self.timeout is not None:
+            kwargs["timeout"] = self.timeout
         if not is_endpoint(self.store):
             kwargs["workers"] = self.workers  # Oxigraph: one worker process per query in flight
         return open_store(self.store, **kwargs)

@@ -36,7 +36,7 @@ from kbqa_lit.data.linking import IndexLinker, inference_view
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.index.entity_index import EntityIndex
-from kbqa_lit.kb.store import is_endpoint, open_store
+from kbqa_lit.kb.store import StoreSpec, is_endpoint
 from kbqa_lit.llm.response_cache import DecompositionCache
 from kbqa_lit.pipelines.keqing.config import KeqingConfig
 from kbqa_lit.pipelines.keqing.execution import DecompositionExecutor, StepLog
@@ -105,12 +105,7 @@ class KeqingRun:
 
     def _open_store(self) -> Any:
         kb = self.config.kb
-        path = Path(kb.store)
-        if kb.build_from and not path.exists():
-            from kbqa_lit.kb.store.loaders import build_store
-
-            build_store(path, kb.build_from, kb.format)
-        return open_store(kb.store, timeout=kb.timeout)
+        return StoreSpec(kb.store, kb.build_from, kb.format, kb.timeout).open()
 
     def label(self, eid: str) -> str | None:
         """An entity's name (the KB's name index when one is loaded)."""

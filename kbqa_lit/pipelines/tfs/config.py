@@ -244,12 +244,10 @@ def _examples(data: DataConfig, split: str | None, limit: int | None) -> list[KB
 
 
 def _open_kb(kb: KBConfig) -> Any:
-    from kbqa_lit.kb.store import open_store
-    from kbqa_lit.kb.store.loaders import ensure_store
+    from kbqa_lit.kb.store import StoreSpec
 
-    if kb.build_from is not None:
-        ensure_store(kb.store, [kb.build_from], "nt")
-    return open_store(kb.store, timeout=float(kb.timeout))
+    build_from = [kb.build_from] if kb.build_from is not None else []
+    return StoreSpec(kb.store, build_from, "nt", float(kb.timeout)).open()
 
 
 def run_pipeline(
