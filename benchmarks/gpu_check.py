@@ -43,6 +43,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from kbqa_lit.callbacks.throughput import write_json_atomically
+
 #: Seconds each part may take on the GPU (its process is killed after that); the budget caps them too.
 PART_LIMITS = {
     "coq": 150,
@@ -86,13 +88,6 @@ def environment() -> dict[str, Any]:
     return env
 
 
-def write_report(path: Path, report: dict[str, Any]) -> None:
-    """Rewrite the report atomically (a killed run leaves the last complete one)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
-    tmp.replace(path)
-
-
 def run_part_here(name: str, out: Path, tiny: bool, device: str) -> int:
     """Run one part in this process and write ``<out>/parts/<name>.json``; 0 on success."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -110,7 +105,7 @@ def run_part_here(name: str, out: Path, tiny: bool, device: str) -> int:
         result = {"status": "failed", "error": f"{type(exc).__name__}: {str(exc)[:2000]}"}
         code = 1
     result["seconds"] = round(time.perf_counter() - started, 1)
-    result_file.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
+    write_json_atomically(result_file, result)
     return code
 
 
@@ -244,8 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {name} (limit {limit:.0f} s)", flush=True)
         report["parts"][name] = run_part(name, args, limit)
         print(f"   {report['parts'][name].get('status')} in {report['parts'][name].get('seconds')} s", flush=True)
-        write_report(path, report)
-    write_report(path, report)
+        write_json_atomically(path, report)
+    write_json_atomically(path, report)
     print(table(report))
     print(f"report: {path}")
     return 0 if all(p.get("status") == "ok" for p in report["parts"].values()) else 1

@@ -25,7 +25,20 @@ from typing import Any
 
 import torch
 import yaml
-from gpu_check_assets import ROOT, Context, bert_folder, folder_gib, llama_folder, model_info, run_kbqa, t5_folder
+from gpu_check_assets import (
+    LLAMA2_7B,
+    LLAMA2_13B,
+    LLAMA_1B,
+    ROOT,
+    VOCAB,
+    Context,
+    bert_folder,
+    folder_gib,
+    llama_folder,
+    model_info,
+    run_kbqa,
+    t5_folder,
+)
 
 from kbqa_lit.lightning_cli import build_cli
 
@@ -371,8 +384,6 @@ def memory_estimate(params: int, size: str, fit: dict[str, Any], tiny: bool, con
     """
     if tiny or not fit.get("padded_tokens_per_batch"):
         return {}
-    from gpu_check_assets import LLAMA2_7B, LLAMA2_13B, LLAMA_1B, VOCAB
-
     shape = {"1b": LLAMA_1B, "7b": LLAMA2_7B, "13b": LLAMA2_13B}[size]
     h, layers, t, v = shape["hidden_size"], shape["num_hidden_layers"], fit["padded_tokens_per_batch"], VOCAB["llama"]
     init = config["model"]["init_args"]

@@ -222,7 +222,7 @@ class ExecutionGuidedEval(L.Callback):
             return
         if self.kb is None:
             self.kb = StoreSpec(
-                self.store_spec, self.build_from or (), self.build_format, self.timeout, self.workers, self.disk_cache
+                self.store_spec, self.build_from, self.build_format, self.timeout, self.workers, self.disk_cache
             ).open()
             self.selector = ExecutionGuidedSelector(
                 self.kb, workers=self.workers, count_zero_is_executable=self.count_zero_is_executable

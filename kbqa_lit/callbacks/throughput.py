@@ -62,12 +62,12 @@ def _count(batch: Any) -> tuple[int, int, int]:
 
 
 def write_json_atomically(path: Path, payload: dict[str, Any]) -> None:
-    """Write ``payload`` as JSON to ``path`` through a temporary file in the same folder."""
+    """Write ``payload`` as JSON to ``path`` through a temporary file in the same folder (``str`` for other values)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(payload, handle, indent=2, sort_keys=True)
+            json.dump(payload, handle, indent=2, default=str)
             handle.write("\n")
         os.replace(tmp, path)
     except BaseException:
@@ -214,9 +214,17 @@ class ThroughputProbe(L.Callback):
         """Start the test epoch's clock."""
         self._eval_start(pl_module)
 
-    def on_test_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any, **kwargs: Any) -> None:
+    def on_test_batch_end(
+        self,
+        trainer: L.Trainer,
+        pl_module: L.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
         """Count the test batch."""
-        self._eval_batch(args[1] if len(args) > 1 else kwargs.get("batch"))
+        self._eval_batch(batch)
 
     def on_test_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Write the ``test`` record (after the callbacks listed before this one ended their epoch)."""
@@ -228,11 +236,17 @@ class ThroughputProbe(L.Callback):
             self._eval_start(pl_module)
 
     def on_validation_batch_end(
-        self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any, **kwargs: Any
+        self,
+        trainer: L.Trainer,
+        pl_module: L.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
     ) -> None:
         """Count the validation batch."""
         if trainer.state.fn == "validate":
-            self._eval_batch(args[1] if len(args) > 1 else kwargs.get("batch"))
+            self._eval_batch(batch)
 
     def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Write the ``validate`` record of a ``kbqa validate`` run."""
@@ -243,9 +257,17 @@ class ThroughputProbe(L.Callback):
         """Start the prediction epoch's clock."""
         self._eval_start(pl_module)
 
-    def on_predict_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any, **kwargs: Any) -> None:
+    def on_predict_batch_end(
+        self,
+        trainer: L.Trainer,
+        pl_module: L.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
         """Count the prediction batch."""
-        self._eval_batch(args[1] if len(args) > 1 else kwargs.get("batch"))
+        self._eval_batch(batch)
 
     def on_predict_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Write the ``predict`` record."""
