@@ -106,7 +106,9 @@ def build_parts(world: Path, store: Any, args: argparse.Namespace) -> dict[str, 
     detector = ComponentDetector(rel, rel_dm.inventory, cls, list(cls_dm.inventory.relations), 100, 10)
     index = EntityIndex.for_store(store)
     sk_dm = SkeletonParserDataModule(data_dir=str(world), vocab_size=1000)
-    co_dm = ComposerDataModule(data_dir=str(world), vocab_size=2000, oracle="components")
+    co_dm = ComposerDataModule(
+        data_dir=str(world), vocab_size=2000, oracle="components", train_components="gold+distractors"
+    )
     texts = [ex.question for ex in read_jsonl(world / "train.jsonl")]
     ranker_tok = build_encoder_tokenizer(None, train_texts=texts + rel_dm.inventory.texts, vocab_size=2000)
     return {

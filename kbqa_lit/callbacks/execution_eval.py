@@ -35,6 +35,7 @@ from lightning.pytorch.utilities import rank_zero_warn
 from kbqa_lit.backbones.common import MINILM
 from kbqa_lit.callbacks.answer_source import SeparateAnswerModel
 from kbqa_lit.callbacks.constrained_decoding import ConstrainedDecoding
+from kbqa_lit.callbacks.eval_form import AnsweringForm
 from kbqa_lit.callbacks.eval_generation import generate_for_batch
 from kbqa_lit.callbacks.eval_rows import (
     SelectionCounts,
@@ -57,7 +58,7 @@ from kbqa_lit.kb.store import StoreSpec
 from kbqa_lit.metrics.answer_metrics import AnswerMetrics
 from kbqa_lit.metrics.functional import QuestionScore, score_question
 from kbqa_lit.metrics.lf_match import load_reverse_properties
-from kbqa_lit.pipelines.selection.chain import AnswerChain, build_extensions
+from kbqa_lit.pipelines.selection.chain import AnswerChain
 from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector, KBNameLookup, Selection
 
 
@@ -86,8 +87,8 @@ class ExecutionGuidedEval(L.Callback):
         build_from: Triple files to build the embedded store from when ``store`` holds none yet
             (e.g. the synthetic world's ``kb.nt``; built once, by global rank 0).
         build_format: Format of ``build_from``: ``nt``, ``tsv``, ``metaqa`` or ``pathquestion``.
-        constrained: Grammar-constrained beam search: ``none``; ``grammar`` (well-formed
-            normalised S-expressions only); ``schema`` (also only the store's relations and
+        constrained: Grammar-constrained beam search (``None``: from ``extensions``): ``none``;
+            ``grammar`` (well-formed normalised S-expressions only); ``schema`` (also only the store's relations and
             classes and the question's linked entity labels and slots); ``connected`` (``schema``,
             and a linked entity only as the argument of a join whose edge it has in the KB);
             ``datamodule`` (the datamodule's ``decoding_rules(example)``, e.g. FC-KBQA's pairs).
@@ -101,25 +102,28 @@ class ExecutionGuidedEval(L.Callback):
             beams from the module under test (an LF-only generator, ``alpha: 0``). Loaded once in
             ``setup``; a missing file raises :class:`~kbqa_lit.errors.UserInputError` here, a file
             that is not such a checkpoint (or whose tokenizer differs from the data's) in ``setup``.
-        path_fallback: When no beam executes, answer with the best-ranked relation path of the
-            linked entities (:mod:`kbqa_lit.pipelines.selection.path_fallback`: the KB's one- and two-hop
-            paths, ranked by a pretrained sentence encoder's similarity to the question) before
-            the answer text. Rows record ``path_fallback``; ``path_fallback_rate`` is logged.
+        system: Which system answers (``coq``, ``fc``, ``keqing``, ``tfs``): decides what ``form``
+            switches on (:mod:`kbqa_lit.pipelines.selection.forms`).
+        form: ``paper`` (the default without ``extensions``: the paper's method) or ``extended``
+            (every extension ``system`` offers). Rows carry ``form`` and ``extensions``; the test
+            logs them as hyper-parameters (``answering/form``, ``answering/extensions``).
+        extensions: An explicit list instead of the preset (``[path_fallback]``: the paper plus
+            one). CoQ offers ``constrained_decoding`` (``constrained`` then defaults to
+            ``schema``; an explicit mode other than ``none`` counts as it), ``path_fallback``
+            (:mod:`~kbqa_lit.pipelines.selection.path_fallback`; rows record ``path_fallback``,
+            ``path_fallback_rate`` is logged) and ``answer_type``
+            (:mod:`~kbqa_lit.pipelines.selection.type_guard`; rows record ``answer_type``,
+            ``answer_type_rate`` is logged).
         path_encoder: The sentence encoder of the path fallback (all-MiniLM-L6-v2 offline).
         path_max_hops: Longest relation path of the path fallback (1 or 2).
-        path_override_margin: With ``path_fallback``, also replace a chosen beam that is a plain
+        path_override_margin: With the ``path_fallback`` extension, also replace a chosen beam that is a plain
             join chain when the best path's similarity exceeds the chain's own by more than this
             (``None``: never). Rows record ``path_override``; ``path_override_rate`` is logged.
-        answer_type: After the selection, check the answers' kind against the question's answer
-            noun (*which country*, *how many countries*; :mod:`kbqa_lit.pipelines.selection.type_guard`):
-            a disagreeing choice gives way to the next beam, else KB path (up to three hops
-            through a mediator, ranked by ``path_encoder``), whose answers agree. Rows record
-            ``answer_type``; ``answer_type_rate`` is logged.
         answer_type_threshold: The cosine between the noun and a class's words that counts as
             that kind.
 
     Raises:
-        UserInputError: When ``answer_model`` is not a file.
+        UserInputError: When ``answer_model`` is not a file, or for an unknown form or extension.
 
     """
 
@@ -140,14 +144,15 @@ class ExecutionGuidedEval(L.Callback):
         map_answers_by_name: bool = True,
         build_from: Sequence[str] | None = None,
         build_format: str = "nt",
-        constrained: Literal["none", "grammar", "schema", "connected", "datamodule"] = "none",
+        constrained: Literal["none", "grammar", "schema", "connected", "datamodule"] | None = None,
         lf_generation: bool = True,
         answer_model: str | None = None,
-        path_fallback: bool = False,
+        system: Literal["coq", "fc", "keqing", "tfs"] = "coq",
+        form: Literal["paper", "extended"] | None = None,
+        extensions: Sequence[str] | None = None,
         path_encoder: str = MINILM,
         path_max_hops: int = 2,
         path_override_margin: float | None = None,
-        answer_type: bool = False,
         answer_type_threshold: float = 0.8,
     ) -> None:
         super().__init__()
@@ -175,25 +180,26 @@ class ExecutionGuidedEval(L.Callback):
         self.map_answers_by_name = map_answers_by_name
         self.build_from = [build_from] if isinstance(build_from, str) else list(build_from or [])
         self.build_format = build_format
+        self.system, self.form, self.extensions = system, form, None if extensions is None else list(extensions)
+        self.answering = AnsweringForm.build(
+            system,
+            form,
+            extensions,
+            encoder=path_encoder,
+            max_hops=int(path_max_hops),
+            override_margin=path_override_margin,
+            type_threshold=float(answer_type_threshold),
+        )
+        constrained = self.answering.default_constraint() if constrained is None else constrained
         self._decoding = ConstrainedDecoding(constrained, self.num_beams, self.max_new_tokens)
         self.constrained = constrained
         self.lf_generation = bool(lf_generation)
         self.answer_model = None if answer_model is None else str(answer_model)
         self._answers = None if answer_model is None else SeparateAnswerModel(answer_model)
-        self.path_fallback = bool(path_fallback)
         self.path_encoder = path_encoder
         self.path_max_hops = int(path_max_hops)
         self.path_override_margin = path_override_margin
-        self.answer_type = bool(answer_type)
         self.answer_type_threshold = float(answer_type_threshold)
-        self._paths, self._types = build_extensions(
-            path_fallback=self.path_fallback,
-            answer_type=self.answer_type,
-            encoder=path_encoder,
-            max_hops=self.path_max_hops,
-            override_margin=path_override_margin,
-            type_threshold=self.answer_type_threshold,
-        )
         self.kb: Any = None
         self.selector: ExecutionGuidedSelector | None = None
         self.names: KBNameLookup | None = None
@@ -281,9 +287,10 @@ class ExecutionGuidedEval(L.Callback):
             self._start("validate", pl_module)
 
     def on_test_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        """Reset the epoch's state."""
+        """Reset the epoch's state and log the form the test answers in."""
         if "test" in self.stages:
             self._start("test", pl_module)
+            self.answering.log(trainer, self.constrained)
 
     def on_predict_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Reset the epoch's state."""
@@ -409,6 +416,7 @@ class ExecutionGuidedEval(L.Callback):
             fallbacks += int(sel.fallback)
             row = prediction_row(i, ex, ex_beams, None if texts is None else texts[k], sel, score)
             row["constrained"] = constrained
+            row.update(self.answering.recorded(constrained).record())
             row["answer_source"] = self.answer_model or "module"
             self._rows.append(row)
         self._metrics.update(scores=scores)
@@ -424,7 +432,7 @@ class ExecutionGuidedEval(L.Callback):
     def _select(self, ex: KBQAExample, beams: list[str], text: str | None) -> Selection:
         """The question's selection: beams in order, then the path fallback (when on), then the text."""
         assert self.selector is not None, "setup() opens the store"
-        return AnswerChain(self.selector, self._paths, self._types).select(
+        return AnswerChain(self.selector, self.answering.paths, self.answering.types).select(
             beams,
             question=ex.question,
             linked={str(e): str(n) for e, n in ex.topic_entities.items()},
@@ -454,10 +462,10 @@ class ExecutionGuidedEval(L.Callback):
                 "Use an unrepeated sampler so every question reaches exactly one rank."
             )
             values.update(metrics_from_rows(rows))
-        if self._paths is None:  # logged only when the path fallback is on
+        if self.answering.paths is None:  # logged only when the path fallback is on
             values.pop("path_fallback_rate", None)
             values.pop("path_override_rate", None)
-        if self._types is None:  # logged only when the answer-type check is on
+        if self.answering.types is None:  # logged only when the answer-type check is on
             values.pop("answer_type_rate", None)
         self.last_metrics, self.last_rows, self.last_duplicates = values, rows, duplicates
         if stage != "predict":

@@ -3,30 +3,51 @@
 :class:`PairRules` is the stricter rule set of the one grammar-constrained decoder
 (:class:`~kbqa_lit.decoding.processor.GrammarLogitsProcessor` over
 :class:`~kbqa_lit.decoding.grammar.SExprGrammar`): ``SExprGrammar([BaseRules(slots), PairRules(...)])``.
-It decides the ``relation``, ``class`` and ``entity`` brackets from what was written before
-(the grammar's context holds every atom written so far, see :mod:`kbqa_lit.decoding.grammar`):
+It decides the ``relation``, ``class`` and ``entity`` brackets from what was written before. The
+grammar's context holds every atom written so far in writing order (the enclosing calls outermost
+first, each call's atoms as they were written: an open call's atoms all come after those of the
+calls around it), so "the last component written" is the last ``relation`` or ``class`` atom of
+the flattened context.
 
-- **from the start**: the detected entities (labels in brackets, slot words bare), the classes of
-  ``P_c-r``, the relations of ``P_r-e`` and, with ``chain_heads`` = k > 0 (default 2), the
-  relations up to k ``P_r-r`` pairs away from a ``P_r-e`` relation — ``( join ( reverse [ r1 ] )
-  ( join ( reverse [ r2 ] ) [ e ] ) )`` writes ``r1`` before the relation that touches the entity
-  (with k = 0, the paper's start set, such a chain is allowed only after a class); when that
-  leaves no relation and there is no class, every relation of ``P_r-r`` (an expression needs a
-  relation or a class: otherwise the decoder could only write ``( count ( count ...`` until cut);
-- **after a relation** ``r`` (anywhere before): the relations paired with ``r`` in ``P_r-r``, in
-  either position (the builder stores a chain of two backward hops as the forward pair, so a
-  pair's order need not be the writing order);
-- **after a class** ``c``: the relations paired with ``c`` in ``P_c-r``.
+The paper's decoding (Zhang et al. 2023) restricts the vocabulary at the start to the detected
+entities, the classes of ``P_c-r`` and the skeleton's keywords, and after each generated component
+to the partners of the **last** generated component in the pairs. The defaults are the paper's;
+ours are named options:
 
-Pairs name relation ids; a reverse hop ``(R r)`` counts as ``r`` (the grammar writes the
-direction as ``( reverse [ r ] )``, the rule restricts which relation). Literals and keywords are
-left to the earlier rules (:class:`~kbqa_lit.decoding.rules.BaseRules`).
+- **the start set** (before any relation or class): the detected entities (labels in brackets,
+  slot words bare), the classes of ``P_c-r``, and the relations of ``P_r-e``. The grammar's
+  keywords and literals are :class:`~kbqa_lit.decoding.rules.BaseRules`'. The ``P_r-e`` relations
+  are what keeps an expression writable: an S-expression writes a JOIN's relation before its
+  entity, ``( join [ r ] [ e ] )``, so an entity's partners must be allowed before it (without
+  them, and without a class, only ``( count ( count ...`` could be written until cut). When that
+  leaves no relation and there is no class, every relation of ``P_r-r`` is allowed.
+  ``chain_heads`` = k > 0 (ours; default 0, the paper's start set) also allows the relations up to
+  k ``P_r-r`` pairs away from a ``P_r-e`` relation: ``( join ( reverse [ r1 ] ) ( join ( reverse
+  [ r2 ] ) [ e ] ) )`` writes ``r1`` before the relation that touches the entity, so with k = 0
+  such a chain is writable only after a class paired with ``r1``;
+- **after a component** (``partners``): ``last`` (the paper's, default) — only the partners of the
+  most recently written relation or class: after a relation ``r`` the relations paired with ``r``
+  in ``P_r-r`` (in either position: the builder stores a chain of two backward hops as the
+  forward pair, so a pair's order need not be the writing order), after a class ``c`` the
+  relations paired with ``c`` in ``P_c-r``; ``any`` (ours, the earlier behaviour) — the start set
+  and the partners of every relation and class written anywhere before. Under ``last`` a relation
+  whose structural partner is not the last one written is not writable: in
+  ``( argmax ( join ( reverse [ r1 ] ) ( join [ r2 ] [ e ] ) ) [ r3 ] )`` ``r3`` pairs with
+  ``r1`` (they leave the same node) but follows ``r2``.
 
-**Modes** (``mode``): ``trie`` (default, strict) — a bracket spells exactly one allowed item (a
-word trie, followed token by token by the processor's token-id tries); ``bag`` (the paper's bag
-of tokens, at the grammar's word level) — a bracket is any non-empty sequence of words drawn from
-the allowed items of its role, no longer than the longest of them, so it may spell an item
-outside the allowed set (words of two allowed relations mixed), which execution then rejects.
+Entities do not take part in the partner rule: an entity bracket may be any detected entity, and
+writing one does not change which relations follow (the last relation or class still decides);
+an entity's ``P_r-e`` relations are in the start set. Pairs name relation ids; a reverse hop
+``(R r)`` counts as ``r`` (the grammar writes the direction as ``( reverse [ r ] )``, the rule
+restricts which relation). Literals and keywords are left to the earlier rules
+(:class:`~kbqa_lit.decoding.rules.BaseRules`).
+
+**Modes** (``mode``): ``bag`` (default, the paper's bag of tokens, at the grammar's word level) — a
+bracket is any non-empty sequence of words drawn from the allowed items of its role, no longer
+than the longest of them, so it may spell an item outside the allowed set (words of two allowed
+relations mixed), which execution then rejects (and which, under ``last``, has no partners);
+``trie`` (ours, strict) — a bracket spells exactly one allowed item (a word trie, followed token
+by token by the processor's token-id tries).
 """
 
 from __future__ import annotations
@@ -40,6 +61,8 @@ from kbqa_lit.kb.lf.normalize import schema_to_words
 from kbqa_lit.kb.lf.sexpr import base_relation
 
 PAIR_MODES = ("trie", "bag")
+#: Whose partners a relation must be: the last relation or class written (the paper's) or any written before.
+PAIR_PARTNERS = ("last", "any")
 
 
 class BagVocab:
@@ -86,12 +109,14 @@ class PairRules:
         relation_entity: ``P_r-e`` as ``(relation id, entity id)``.
         entity_labels: Bracket texts of the detected entities (labels as the normaliser writes them).
         bare_entities: Slot words of the detected entities (``[E0]``...).
-        mode: ``trie`` (exact items) or ``bag`` (words of the items).
+        mode: ``bag`` (words of the items; the paper's) or ``trie`` (exact items).
         chain_heads: Also allow from the start the relations up to this many ``P_r-r`` pairs away from a
             ``P_r-e`` relation (0: the paper's start set).
+        partners: ``last`` (the partners of the last relation or class written; the paper's) or ``any``
+            (the start set and the partners of every relation and class written before).
 
     Raises:
-        UserInputError: On an unknown ``mode``.
+        UserInputError: On an unknown ``mode`` or ``partners``, or a negative ``chain_heads``.
     """
 
     context_free = False
@@ -103,12 +128,18 @@ class PairRules:
         relation_entity: Iterable[tuple[str, str]] = (),
         entity_labels: Iterable[str] = (),
         bare_entities: Iterable[str] = (),
-        mode: Literal["trie", "bag"] = "trie",
-        chain_heads: int = 2,
+        mode: Literal["trie", "bag"] = "bag",
+        chain_heads: int = 0,
+        partners: Literal["last", "any"] = "last",
     ) -> None:
         if mode not in PAIR_MODES:
             raise UserInputError(f"mode must be one of {', '.join(PAIR_MODES)}, got {mode!r}")
+        if partners not in PAIR_PARTNERS:
+            raise UserInputError(f"partners must be one of {', '.join(PAIR_PARTNERS)}, got {partners!r}")
+        if int(chain_heads) < 0:
+            raise UserInputError(f"chain_heads must be >= 0, got {chain_heads}")
         self.mode = mode
+        self.partners = partners
         words = schema_to_words
         self.after_class: dict[str, frozenset[str]] = {}
         for c, r in class_relation:
@@ -119,7 +150,7 @@ class PairRules:
             self.after_relation[a] = self.after_relation.get(a, frozenset()) | {b}
             self.after_relation[b] = self.after_relation.get(b, frozenset()) | {a}
         start = frontier = frozenset(words(base_relation(r)) for r, _ in relation_entity)
-        for _ in range(max(0, int(chain_heads))):
+        for _ in range(int(chain_heads)):
             frontier = frozenset(r for f in frontier for r in self.after_relation.get(f, ())) - start
             start = start | frontier
         if not start and not self.after_class:  # else no expression could be completed
@@ -139,14 +170,26 @@ class PairRules:
             found = self._vocabs[items] = RoleVocab((vocab,) if len(vocab) else ())
         return found
 
+    def partners_of(self, role: str, text: str) -> frozenset[str]:
+        """The relations (as bracket words) paired with a written relation or class (none for other roles)."""
+        if role == "relation":
+            return self.after_relation.get(text, frozenset())
+        if role == "class":
+            return self.after_class.get(text, frozenset())
+        return frozenset()
+
     def allowed_relations(self, written: Iterable[tuple[str, str]]) -> frozenset[str]:
-        """The relations (as bracket words) allowed after the atoms ``written`` (``(role, text)``)."""
+        """The relations (as bracket words) allowed after the atoms ``written`` (``(role, text)``, in writing order).
+
+        ``last``: the partners of the last relation or class written, the start set before any;
+        ``any``: the start set and the partners of every relation and class written.
+        """
+        components = [(role, text) for role, text in written if role in ("relation", "class")]
+        if self.partners == "last":
+            return self.partners_of(*components[-1]) if components else self.start_relations
         allowed = set(self.start_relations)
-        for role, text in written:
-            if role == "relation":
-                allowed |= self.after_relation.get(text, frozenset())
-            elif role == "class":
-                allowed |= self.after_class.get(text, frozenset())
+        for role, text in components:
+            allowed |= self.partners_of(role, text)
         return frozenset(allowed)
 
     def vocab(self, role: str, context: Context) -> RoleVocab | None:
@@ -161,4 +204,4 @@ class PairRules:
         return None
 
 
-__all__ = ["PAIR_MODES", "BagVocab", "PairRules"]
+__all__ = ["PAIR_MODES", "PAIR_PARTNERS", "BagVocab", "PairRules"]

@@ -109,17 +109,12 @@ def cmd_compose(args: argparse.Namespace) -> int:
 
     from kbqa_lit.data.schema import read_jsonl
     from kbqa_lit.pipelines.config_files import read_config_mapping
-    from kbqa_lit.pipelines.fc.build import resolve_config
-    from kbqa_lit.pipelines.fc.composition import (
-        COMPOSE_DEFAULTS,
-        FillComposition,
-        extensions_from,
-    )
+    from kbqa_lit.pipelines.fc.composition import FillComposition, compose_settings, extensions_from
     from kbqa_lit.pipelines.fc.fill import SkeletonFiller
     from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector
     from kbqa_lit.tools.common import write_json_lines_atomic
 
-    cfg = resolve_config(read_config_mapping(args.config, "FC"), parse_set_pairs(args.set or []), COMPOSE_DEFAULTS)
+    cfg = compose_settings(read_config_mapping(args.config, "FC"), parse_set_pairs(args.set or []))
     for key in ("file", "out"):
         if not cfg[key]:
             raise UserInputError(f"the FC compose config needs {key}")
@@ -128,12 +123,12 @@ def cmd_compose(args: argparse.Namespace) -> int:
         raise UserInputError(f"no such question file: {path} (a file written by `kbqa fc detect`)")
     generated = _read_generated(cfg["generated"]) if cfg["generated"] else None
     filler = SkeletonFiller(**cfg["fill"])
-    paths, types = extensions_from(cfg["paths"], cfg["answer_type"])
+    paths, types = extensions_from(cfg["form"], cfg["paths"], cfg["answer_type"])
     store = _open_kb(cfg["kb"])
     start = time.perf_counter()
     try:
         selector = ExecutionGuidedSelector(store, max_beams=int(cfg["max_executions"]))
-        composer = FillComposition(filler, selector, cfg["composition"], generated, paths, types)
+        composer = FillComposition(filler, selector, cfg["composition"], generated, paths, types, cfg["form"])
         examples = list(read_jsonl(path))[: args.limit] if args.limit else list(read_jsonl(path))
         rows = [composer.answer(ex) for ex in examples]
     finally:
@@ -144,7 +139,8 @@ def cmd_compose(args: argparse.Namespace) -> int:
     print_json(
         {
             "out": cfg["out"],
-            "composition": cfg["composition"],
+            "form": cfg["form"].tag(),
+            "composition": cfg["composition"] if cfg["form"].on("fill_composition") else "generate",
             "questions": len(rows),
             "executable": sum(r["executable"] for r in rows) / n,
             "source": dict(Counter(r["composition"] for r in rows)),
@@ -203,7 +199,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     detect.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value (dotted key)")
     detect.add_argument("--limit", type=int, default=None, help="only the first N questions of each file")
     detect.set_defaults(func=cmd_detect)
-    compose = sub.add_parser("compose", help="answer a detected file by filling its skeletons")
+    compose = sub.add_parser("compose", help="answer a detected file: the composer's choice (paper) or by filling")
     compose.add_argument("--config", required=True, help="composition YAML (see configs/fc/compose.yaml)")
     compose.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value (dotted key)")
     compose.add_argument("--limit", type=int, default=None, help="only the first N questions")

@@ -2,8 +2,9 @@
 
 - ``kbqa keqing templates --input train.jsonl --out templates.json``: mine question templates and
   their logical chains from training examples (see :mod:`kbqa_lit.data.keqing.templates`).
-- ``kbqa keqing reasoning-data --input train.jsonl --store KB --out rows.jsonl``: training rows of a
-  fine-tuned reasoner (the reasoning prompt over the gold chain's triples → the gold answers' names).
+- ``kbqa keqing reasoning-data --input train.jsonl --store KB --templates bank.json --out rows.jsonl``:
+  training rows of a fine-tuned reasoner (``--context step``, the paper's: one row per sub-question, the
+  reasoning prompt over that step's triples → its answers' names; ``last`` / ``chain``: ours).
 - ``kbqa keqing run --config configs/keqing/run.yaml [--set key=value ...] [--limit N]
   [--out F]``: answer a question file (decompose, match templates, execute chains, reason,
   respond), write one JSON line per question and print the figures per hop and stage.
@@ -48,6 +49,7 @@ def cmd_reasoning_data(args: argparse.Namespace) -> int:
     import tempfile
     from pathlib import Path
 
+    from kbqa_lit.data.keqing.templates import TemplateBank
     from kbqa_lit.data.schema import read_jsonl
     from kbqa_lit.kb.index.entity_index import EntityIndex
     from kbqa_lit.kb.store import open_store
@@ -61,7 +63,11 @@ def cmd_reasoning_data(args: argparse.Namespace) -> int:
         examples = examples[:: max(1, len(examples) // args.limit)][: args.limit]
     store = open_store(args.store)
     index = EntityIndex.for_store(store)
-    rows, skipped = reasoning_rows(examples, ChainExecutor(store, args.semantics), index.label, args.max_triples)
+    if args.templates and not Path(args.templates).is_file():
+        raise UserInputError(f"no such template bank: {args.templates} (kbqa keqing templates writes one)")
+    bank = TemplateBank.load(args.templates) if args.templates else None
+    executor = ChainExecutor(store, args.semantics)
+    rows, skipped = reasoning_rows(examples, executor, index.label, args.max_triples, context=args.context, bank=bank)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.")
@@ -108,6 +114,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     data.add_argument("--out", required=True, help="rows file (JSON lines: qid, prompt, response)")
     data.add_argument("--semantics", default="simple-path", choices=("simple-path", "plain"), help="answer semantics")
     data.add_argument("--max-triples", type=int, default=30, help="context triples per prompt")
+    data.add_argument(
+        "--context",
+        default="step",
+        choices=("step", "last", "chain"),
+        help="step: one row per sub-question over its own triples (the paper's; needs --templates); "
+        "last: the whole question over the last step's triples; chain: every hop's triples",
+    )
+    data.add_argument("--templates", default=None, help="the template bank the decomposer was trained with")
     data.add_argument("--limit", type=int, default=None, help="an evenly spaced sample of N examples")
     data.set_defaults(func=cmd_reasoning_data)
 

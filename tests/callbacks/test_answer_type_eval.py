@@ -1,4 +1,4 @@
-"""ExecutionGuidedEval(answer_type=True): "which country" questions answered with a city give way to the country."""
+"""ExecutionGuidedEval with the answer_type extension: "which country" answered with a city gives way to the country."""
 
 from __future__ import annotations
 
@@ -49,8 +49,8 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _test(root: Path, **settings) -> ExecutionGuidedEval:
-    return untrained_test(root, path_fallback=True, **settings)
+def _test(root: Path, *extensions: str, **settings) -> ExecutionGuidedEval:
+    return untrained_test(root, extensions=["path_fallback", *extensions], **settings)
 
 
 def test_the_answer_type_check_replaces_a_city_with_the_country(root: Path) -> None:
@@ -59,7 +59,7 @@ def test_the_answer_type_check_replaces_a_city_with_the_country(root: Path) -> N
     assert all(r["answer_type"] is False and r["answers"] != [COUNTRY[0]] for r in plain.last_rows)
     answered = [r["qid"] for r in plain.last_rows if r["path_fallback"]]  # the birthplace: a city
     assert len(answered) >= 3, [r["linked"] for r in plain.last_rows]
-    typed = _test(root, answer_type=True)
+    typed = _test(root, "answer_type")
     rows = {r["qid"]: r for r in typed.last_rows}
     for qid in answered:
         assert rows[qid]["answer_type"] and rows[qid]["answers"] == [COUNTRY[0]], rows[qid]["chosen_sexpr"]

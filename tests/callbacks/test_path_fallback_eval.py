@@ -1,4 +1,4 @@
-"""ExecutionGuidedEval(path_fallback=True): an untrained generator's empty beams give way to the KB's paths."""
+"""ExecutionGuidedEval(extensions=[path_fallback]): an untrained generator's empty beams give way to the KB's paths."""
 
 from __future__ import annotations
 
@@ -31,9 +31,11 @@ def test_the_path_fallback_answers_where_no_beam_executes(root: Path) -> None:
     plain = _test(root)
     assert "path_fallback_rate" not in plain.last_metrics
     assert not any(r["path_fallback"] or r["path_override"] for r in plain.last_rows)
-    with_paths = _test(root, path_fallback=True, path_max_hops=1)
+    assert {(r["form"], tuple(r["extensions"])) for r in plain.last_rows} == {("paper", ())}
+    with_paths = _test(root, extensions=["path_fallback"], path_max_hops=1)
     rows = with_paths.last_rows
     used = [r for r in rows if r["path_fallback"]]
+    assert {(r["form"], tuple(r["extensions"])) for r in rows} == {("extended", ("path_fallback",))}
     assert used, [r["beams"] for r in rows]  # an untrained generator's beams come back empty
     for r in used:  # the toy KB has one relation: the linked person's birthplace
         assert r["executable"] and r["chosen_beam"] is None

@@ -27,6 +27,7 @@ OTHER_YAMLS = {
     "coq/decompose/synthetic_gold.yaml",
     "keqing/run.yaml",
     "fc/detect.yaml",  # tests/pipelines/fc/test_build.py
+    "fc/detect_extended.yaml",  # tests/pipelines/fc/test_build.py, tests/pipelines/fc/test_paper_detection.py
     "fc/compose.yaml",  # tests/pipelines/fc/test_composition.py
 }
 PIPELINE_PREFIXES = ("coq/pipeline_", "keqing/pipeline_", "fc/pipeline_")
@@ -178,7 +179,12 @@ def test_the_demo_test_command_parses_with_its_settings(capsys):
     argv = [a for a in argv if a != "--ckpt_path" and not a.endswith("last.ckpt")]
     printed = yaml.safe_load(_print_config(["test", *argv, "--print_config"], capsys))
     callback = printed["trainer"]["callbacks"][-1]["init_args"]
-    assert callback["constrained"] == "schema" and callback["path_fallback"] is True
+    assert callback["form"] == "extended" and callback["extensions"] is None and callback["system"] == "coq"
     assert callback["path_override_margin"] == 0.3 and callback["path_max_hops"] == 2
-    assert callback["answer_type"] is True and callback["answer_type_threshold"] == 0.8
+    assert callback["answer_type_threshold"] == 0.8
+    from kbqa_lit.callbacks.execution_eval import ExecutionGuidedEval
+
+    built = ExecutionGuidedEval(**callback)  # the extended form: schema decoding, path fallback, answer-type check
+    assert built.constrained == "schema" and built.answering.recorded(built.constrained).tag() == "extended"
+    assert built.answering.paths is not None and built.answering.types is not None
     assert printed["data"]["init_args"]["linking"] == "predicted"

@@ -1,21 +1,28 @@
 """FC-KBQA's composer rows: the :func:`~kbqa_lit.data.fc.composer_inputs.composer_input` text and its target.
 
 **Target**: the normalised gold S-expression (:func:`~kbqa_lit.kb.lf.normalize.normalize_sexpr`,
-what the project's seq2seq generator writes and its grammar-constrained decoder follows), topic
-entities as slots ``[E0]``... with ``mask_entities``.
+what the project's seq2seq generator writes and its grammar-constrained decoder follows), entities
+as the input's slots ``[E0]``... with ``mask_entities`` — the slots of the entities the input names,
+the ones the execution-guided callback puts back; a gold entity the input does not name keeps its
+label.
 
 **Items as the target writes them**: every relation and class in the input is written as the
 normaliser's bracket (``[REL][ film , film , directed by ]``, a reverse hop ``[REL]( reverse [ ... ] )``),
 so the composer copies words it reads; entities as their label or slot.
 
-**Training input** (:func:`training_components`; the paper does not say): the gold components —
-the pairs of the gold S-expression (:func:`~kbqa_lit.data.fc.gold_pairs.gold_pairs`), its
-topic entities and the skeleton candidates :func:`~kbqa_lit.data.fc.skeletons.top2_skeletons`
-gives for the gold skeleton (gold first, then its chain rewrite) — plus ``num_distractors``
-sampled pairs per kind from the other training questions' gold pairs (same Freebase domain first,
-then any; relation–entity distractors pair another relation with a gold entity, as pruning edges
-would), each kind shuffled so the gold pairs are not always first. Sampling is seeded per
-question (``seed`` and the qid): the same file gives the same rows.
+**Training input** (``train_components``, :data:`TRAIN_COMPONENTS`):
+
+- ``detected`` (the default; the paper trains on what its detection gives): the training question's
+  own ``meta["fc"]`` as ``kbqa fc detect`` writes it, read by :func:`predicted_components` — the
+  reader, order and size evaluation sees (:func:`detected_training_components`).
+- ``gold+distractors`` (ours, :func:`training_components`): the gold components — the pairs of the
+  gold S-expression (:func:`~kbqa_lit.data.fc.gold_pairs.gold_pairs`), its topic entities and the
+  skeleton candidates :func:`~kbqa_lit.data.fc.skeletons.top2_skeletons` gives for the gold skeleton
+  (gold first, then its chain rewrite) — plus ``num_distractors`` sampled pairs per kind from the
+  other training questions' gold pairs (same Freebase domain first, then any; relation–entity
+  distractors pair another relation with a gold entity, as pruning edges would), each kind shuffled
+  so the gold pairs are not always first. Sampling is seeded per question (``seed`` and the qid):
+  the same file gives the same rows. ``oracle: components`` builds evaluation inputs this way.
 
 **Inference input** (:func:`predicted_components`): what the FC pipeline wrote into
 ``meta["fc"]`` (:data:`FC_META`) — ``{"pairs": [[kind, first, second, score], ...], "entities":
@@ -33,7 +40,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbqa_lit.data.entity_slots import mask_lf, mask_text, topic_slots
-from kbqa_lit.data.fc.composer_inputs import MARK_CLASS, MARK_REL, PAIR_KINDS, SEPARATOR, Pair, composer_input
+from kbqa_lit.data.fc.composer_inputs import (
+    MARK_CLASS,
+    MARK_REL,
+    PAIR_KINDS,
+    SEPARATOR,
+    InputFormat,
+    Pair,
+    check_input_format,
+    composer_input,
+)
 from kbqa_lit.data.fc.gold_pairs import base_relation, gold_pairs
 from kbqa_lit.data.fc.skeletons import lf_skeleton, top2_skeletons
 from kbqa_lit.data.schema import KBQAExample
@@ -43,6 +59,8 @@ from kbqa_lit.kb.lf.normalize import normalize_sexpr, schema_to_words
 FC_META = "fc"
 #: What the composer input says about the KB: the pairs, the bare components, or nothing.
 KNOWLEDGE = ("pairs", "components", "none")
+#: What training inputs are built from: the paper's (``kbqa fc detect``'s ``meta["fc"]``) first, the default.
+TRAIN_COMPONENTS = ("detected", "gold+distractors")
 
 
 @dataclass
@@ -193,6 +211,28 @@ def predicted_components(ex: KBQAExample) -> Components | None:
     return Components(pairs, entities, skeletons, relations, classes, relation_scores, class_scores, skeleton_beams)
 
 
+def detected_training_components(examples: Sequence[KBQAExample], source: str) -> list[Components]:
+    """Each training question's own ``meta["fc"]`` (``train_components: detected``) via :func:`predicted_components`.
+
+    Args:
+        examples: The training examples, as read from ``source``.
+        source: Where they were read from (named in the error).
+
+    Raises:
+        UserInputError: When a question has no ``meta["fc"]`` (the file was not written by
+            ``kbqa fc detect``), or it is malformed.
+    """
+    found = [predicted_components(ex) for ex in examples]
+    missing = [ex.qid for ex, c in zip(examples, found, strict=True) if c is None]
+    if missing:
+        raise UserInputError(
+            f"{source}: training question {missing[0]!r} has no meta[{FC_META!r}] ({len(missing)} of {len(examples)} "
+            "have none); train_components: detected trains on what kbqa fc detect wrote: run kbqa fc detect on the "
+            "training file and give its output as train_file, or set train_components: gold+distractors"
+        )
+    return [c for c in found if c is not None]
+
+
 def components_meta(components: Components) -> dict[str, Any]:
     """The ``meta["fc"]`` form of components (what :func:`predicted_components` reads back)."""
     return {
@@ -224,6 +264,7 @@ def composer_row(
     use_skeletons: bool = True,
     mask_entities: bool = True,
     max_tokens: int | None = None,
+    input_format: InputFormat = "paper",
 ) -> tuple[str, str | None]:
     """``(source, target)`` of one example; the target is ``None`` without a gold S-expression.
 
@@ -237,6 +278,11 @@ def composer_row(
         use_skeletons: Write the skeletons (false: the −logical-skeleton ablation).
         mask_entities: Write the entities as slots ``[E0]``... in the input and the target.
         max_tokens: The input's length limit in whitespace words (pairs are cut, worst first).
+        input_format: ``paper`` (§4.5, no relation–entity pairs) or ``entity-pairs`` (ours); see
+            :mod:`~kbqa_lit.data.fc.composer_inputs`.
+
+    Raises:
+        UserInputError: For an unknown ``knowledge`` or ``input_format``.
     """
     gold = ex if gold is None else gold
     slots = topic_slots(_slot_view(ex, components.entities)) if mask_entities else []
@@ -246,6 +292,7 @@ def composer_row(
     }
     if knowledge not in KNOWLEDGE:
         raise UserInputError(f"knowledge must be one of {', '.join(KNOWLEDGE)}, got {knowledge!r}")
+    check_input_format(input_format)
     pairs = [_worded(p) for p in (components.pairs if knowledge == "pairs" else [])]
     question = mask_text(ex.question, slots) if mask_entities else ex.question
     if knowledge == "components":
@@ -259,6 +306,7 @@ def composer_row(
         components.skeletons if use_skeletons else (),
         entity_text=names,
         max_tokens=max_tokens,
+        input_format=input_format,
     )
     target: str | None = None
     if gold.s_expression:
@@ -267,17 +315,19 @@ def composer_row(
         except SExprError:
             target = None
         if target is not None and mask_entities:
-            target = mask_lf(target, topic_slots(gold))
+            target = mask_lf(target, slots)  # the input's slots: what the callback puts back
     return source, target
 
 
 __all__ = [
     "FC_META",
     "KNOWLEDGE",
+    "TRAIN_COMPONENTS",
     "Components",
     "DistractorPool",
     "components_meta",
     "composer_row",
+    "detected_training_components",
     "item_words",
     "predicted_components",
     "training_components",

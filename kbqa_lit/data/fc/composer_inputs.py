@@ -1,22 +1,33 @@
 """FC-KBQA's composer input: the question, the KB-connected pairs and the skeletons in one text.
 
-::
+Two formats (``input_format``):
 
-    question; [CL]c1 [REL]r1; [REL]r1 [REL]r2; ...; [REL]r3 [ENT]e1; [ENT]e2; [LF]skeleton1; [LF]skeleton2
+- ``paper`` (the default; FC-KBQA §4.5)::
 
-Segments are joined by ``"; "`` in this order: the question, the class–relation pairs (a range
-pair names the reverse relation, ``[CL]c [REL](R r)``), the relation–relation pairs (``r1``'s
-objects are ``r2``'s subjects; a hop may be ``(R r)``), the relation–entity pairs, the linked entities that are in no
-relation–entity pair (``[ENT]e``), the skeletons. Each pair list comes best first (ordered by the
-sum of its parts' scores, :mod:`kbqa_lit.pipelines.fc.pairs`). An entity is written as
-``entity_text[id]`` when given (e.g. its label), else its id.
+      question; [CL]c1 [REL]r1; [REL]r1 [REL]r2; [ENT]e1; [ENT]e2; [LF]skeleton1; [LF]skeleton2
+
+  The question, the class–relation pairs (a range pair names the reverse relation,
+  ``[CL]c [REL](R r)``), the relation–relation pairs (``r1``'s objects are ``r2``'s subjects; a hop
+  may be ``(R r)``), every linked entity (``[ENT]e``), the skeletons. Relation–entity pairs are not
+  written (they still constrain decoding: :mod:`kbqa_lit.data.fc.decoding`).
+- ``entity-pairs`` (ours, the project's first format)::
+
+      question; [CL]c1 [REL]r1; [REL]r1 [REL]r2; [REL]r3 [ENT]e1; [ENT]e2; [LF]skeleton1; [LF]skeleton2
+
+  As ``paper`` plus the relation–entity pairs after the relation–relation ones; an entity that is
+  in a relation–entity pair gets no bare ``[ENT]e`` segment.
+
+Segments are joined by ``"; "`` in that order. Items come in the order given: each pair list best
+first (detection orders it by the sum of its parts' scores, :mod:`kbqa_lit.pipelines.fc.pairs`), the
+entities in linking order. An entity is written as ``entity_text[id]`` when given (e.g. its label),
+else its id.
 
 **Cut only by the length limit**: while the text is longer than ``max_tokens``, the last (worst)
-pair of the kind that has the most pairs left is dropped — the three kinds shrink evenly (on a tie
-class–relation pairs go first, then relation–relation ones). The
-question, the entities and the skeletons are never cut. Length is the sum of the segments' token
-counts (``count_tokens``, default whitespace words; pass a tokenizer's for model tokens) plus one
-per separator.
+pair of the kind that has the most pairs left is dropped — the written kinds (two in ``paper``,
+three in ``entity-pairs``) shrink evenly (on a tie class–relation pairs go first, then
+relation–relation ones). The question, the entities and the skeletons are never cut. Length is the
+sum of the segments' token counts (``count_tokens``, default whitespace words; pass a tokenizer's
+for model tokens) plus one per separator.
 """
 
 from __future__ import annotations
@@ -25,8 +36,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from kbqa_lit.errors import UserInputError
+
 PairKind = Literal["class-relation", "relation-relation", "relation-entity"]
 PAIR_KINDS: tuple[PairKind, ...] = ("class-relation", "relation-relation", "relation-entity")
+InputFormat = Literal["paper", "entity-pairs"]
+#: The composer input formats: the paper's (§4.5) first, the default.
+INPUT_FORMATS: tuple[InputFormat, ...] = ("paper", "entity-pairs")
+#: The pair kinds each format writes, in segment order.
+FORMAT_KINDS: dict[str, tuple[PairKind, ...]] = {
+    "paper": ("class-relation", "relation-relation"),
+    "entity-pairs": PAIR_KINDS,
+}
 MARK_CLASS, MARK_REL, MARK_ENT, MARK_LF = "[CL]", "[REL]", "[ENT]", "[LF]"
 SEPARATOR = "; "
 
@@ -46,6 +67,17 @@ class Pair:
     first: str
     second: str
     score: float
+
+
+def check_input_format(input_format: str) -> str:
+    """``input_format`` when it is one of :data:`INPUT_FORMATS`.
+
+    Raises:
+        UserInputError: When it is not.
+    """
+    if input_format not in INPUT_FORMATS:
+        raise UserInputError(f"input_format must be one of {', '.join(INPUT_FORMATS)}, got {input_format!r}")
+    return input_format
 
 
 def pair_text(pair: Pair, entity_text: Mapping[str, str] | None = None) -> str:
@@ -70,23 +102,32 @@ def composer_input(
     entity_text: Mapping[str, str] | None = None,
     max_tokens: int | None = None,
     count_tokens: Callable[[str], int] | None = None,
+    input_format: InputFormat = "paper",
 ) -> str:
     """The composer's input text (see the module docstring).
 
     Args:
         question: The question.
         pairs: The pairs; within each kind, best first (kinds may be interleaved).
-        entities: The linked entities (those in no relation–entity pair get an ``[ENT]`` segment).
+        entities: The linked entities, best first (``paper``: each gets an ``[ENT]`` segment;
+            ``entity-pairs``: those in no relation–entity pair).
         skeletons: The skeleton candidates (top-2).
         entity_text: Entity id → the text written for it (default: the id).
         max_tokens: The length limit (``None``: no limit).
         count_tokens: Tokens of a text (default: whitespace words).
+        input_format: ``paper`` (§4.5: no relation–entity pairs) or ``entity-pairs`` (ours).
+
+    Raises:
+        UserInputError: For an unknown ``input_format``.
     """
+    kinds = FORMAT_KINDS[check_input_format(input_format)]
     count = count_tokens or _words
-    by_kind: dict[PairKind, list[str]] = {k: [] for k in PAIR_KINDS}
+    by_kind: dict[PairKind, list[str]] = {k: [] for k in kinds}
     for pair in pairs:
-        by_kind[pair.kind].append(pair_text(pair, entity_text))
-    paired = {p.second for p in pairs if p.kind == "relation-entity"}
+        if pair.kind in by_kind:
+            by_kind[pair.kind].append(pair_text(pair, entity_text))
+    # an entity is written once: in its relation–entity pairs where they are written, else bare
+    paired = {p.second for p in pairs if p.kind == "relation-entity"} if "relation-entity" in kinds else set()
     names = entity_text or {}
     bare = [f"{MARK_ENT}{names.get(e, e)}" for e in dict.fromkeys(entities) if e not in paired]
     fixed = [" ".join(question.split()), *bare, *(f"{MARK_LF}{s}" for s in skeletons)]
@@ -95,11 +136,24 @@ def composer_input(
         n_segments = len(fixed) + sum(len(c) for c in costs.values())
         total = sum(count(t) for t in fixed) + sum(sum(c) for c in costs.values()) + n_segments - 1
         while total > max_tokens and any(by_kind.values()):
-            kind = max(PAIR_KINDS, key=lambda k: (len(by_kind[k]), -PAIR_KINDS.index(k)))
+            kind = max(kinds, key=lambda k: (len(by_kind[k]), -kinds.index(k)))
             by_kind[kind].pop()
             total -= costs[kind].pop() + 1
-    segments = [fixed[0], *(t for k in PAIR_KINDS for t in by_kind[k]), *fixed[1:]]
+    segments = [fixed[0], *(t for k in kinds for t in by_kind[k]), *fixed[1:]]
     return SEPARATOR.join(segments)
 
 
-__all__ = ["MARK_CLASS", "MARK_ENT", "MARK_LF", "MARK_REL", "PAIR_KINDS", "Pair", "composer_input", "pair_text"]
+__all__ = [
+    "FORMAT_KINDS",
+    "INPUT_FORMATS",
+    "MARK_CLASS",
+    "MARK_ENT",
+    "MARK_LF",
+    "MARK_REL",
+    "PAIR_KINDS",
+    "InputFormat",
+    "Pair",
+    "check_input_format",
+    "composer_input",
+    "pair_text",
+]

@@ -20,16 +20,19 @@ from kbqa_lit.decoding.rules import entity_bracket
 def pair_rules(
     components: Components,
     bare_entities: Sequence[str] = (),
-    mode: Literal["trie", "bag"] = "trie",
-    chain_heads: int = 2,
+    mode: Literal["trie", "bag"] = "bag",
+    chain_heads: int = 0,
+    partners: Literal["last", "any"] = "last",
 ) -> PairRules:
     """The pair rules of one question.
 
     Args:
         components: Its pairs and entities (entity brackets are the labels as the normaliser writes them).
         bare_entities: The slot words of its entities (``[E0]``...), when the composer writes slots.
-        mode: ``trie`` (exact items) or ``bag`` (the paper's bag of words).
-        chain_heads: See :class:`~kbqa_lit.decoding.pairs.PairRules`.
+        mode: ``bag`` (the paper's bag of words) or ``trie`` (exact items).
+        chain_heads: See :class:`~kbqa_lit.decoding.pairs.PairRules` (0: the paper's start set).
+        partners: ``last`` (the paper's: the partners of the last relation or class written) or ``any``
+            (ours: of every one written); see :class:`~kbqa_lit.decoding.pairs.PairRules`.
     """
     by_kind: dict[str, list[tuple[str, str]]] = {}
     for p in components.pairs:
@@ -42,6 +45,7 @@ def pair_rules(
         bare_entities=bare_entities,
         mode=mode,
         chain_heads=chain_heads,
+        partners=partners,
     )
 
 

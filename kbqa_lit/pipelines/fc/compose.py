@@ -5,9 +5,10 @@
 beam search with the KB-connected pairs as the decoding constraint — the project's one
 grammar-constrained processor (:class:`~kbqa_lit.decoding.processor.GrammarLogitsProcessor`
 over :class:`~kbqa_lit.decoding.grammar.SExprGrammar`) with FC's rule set
-(:class:`~kbqa_lit.decoding.pairs.PairRules`, ``constraint: trie`` or the paper's ``bag``;
-``none`` is the −decode-constraint ablation) — puts the entity labels back into slot-masked
-beams and picks the first beam that executes to a non-empty answer
+(:class:`~kbqa_lit.decoding.pairs.PairRules`; ``constraint`` the paper's ``bag`` or ``trie``,
+``none`` the −decode-constraint ablation; ``partners`` and ``chain_heads`` as there, the paper's
+by default) — puts the entity labels back into slot-masked beams and picks the first beam that
+executes to a non-empty answer
 (:class:`~kbqa_lit.pipelines.selection.execution_guided.ExecutionGuidedSelector`), as for CoQ.
 """
 
@@ -19,9 +20,11 @@ from typing import Any, Literal
 
 from kbqa_lit.data.entity_slots import SLOT_TOKENS, topic_slots, unmask_lf
 from kbqa_lit.data.fc.composer_examples import Components, composer_row
+from kbqa_lit.data.fc.composer_inputs import check_input_format
 from kbqa_lit.data.fc.decoding import pair_rules
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.decoding.grammar import BaseRules, SExprGrammar
+from kbqa_lit.decoding.pairs import PAIR_PARTNERS
 from kbqa_lit.decoding.processor import GrammarLogitsProcessor
 from kbqa_lit.decoding.tokens import TokenIndex
 from kbqa_lit.errors import UserInputError
@@ -39,10 +42,22 @@ def view_of(ex: KBQAExample, components: Components) -> KBQAExample:
 
 
 def pair_grammar(
-    components: Components, view: KBQAExample, mode: Literal["trie", "bag"] = "trie", chain_heads: int = 2
+    components: Components,
+    view: KBQAExample,
+    mode: Literal["trie", "bag"] = "bag",
+    chain_heads: int = 0,
+    partners: Literal["last", "any"] = "last",
 ) -> SExprGrammar:
-    """The decoding grammar of one question: well-formed S-expressions over its pairs and entities."""
-    rules = pair_rules(components, [slot for slot, _ in topic_slots(view)], mode, chain_heads)
+    """The decoding grammar of one question: well-formed S-expressions over its pairs and entities.
+
+    Args:
+        components: Its pairs and entities.
+        view: The question as composition sees it (:func:`view_of`: its slots follow the entities).
+        mode: ``bag`` (the paper's) or ``trie``; see :class:`~kbqa_lit.decoding.pairs.PairRules`.
+        chain_heads: See :class:`~kbqa_lit.decoding.pairs.PairRules` (0: the paper's start set).
+        partners: ``last`` (the paper's) or ``any``; see :class:`~kbqa_lit.decoding.pairs.PairRules`.
+    """
+    rules = pair_rules(components, [slot for slot, _ in topic_slots(view)], mode, chain_heads, partners)
     return SExprGrammar([BaseRules(SLOT_TOKENS), rules])
 
 
@@ -52,12 +67,14 @@ class ComposerStage:
     Args:
         composer: The trained composer (a seq2seq part).
         kb: The knowledge base beams are executed on (``None``: :meth:`answer` is unavailable).
-        constraint: ``trie`` (exact pair items), ``bag`` (the paper's bag of words) or ``none``.
+        constraint: ``bag`` (the paper's bag of words), ``trie`` (exact pair items) or ``none``.
         num_beams: Beams per question (all are tried in order).
         max_new_tokens: Longest logical form.
-        chain_heads: See :class:`~kbqa_lit.decoding.pairs.PairRules`.
+        chain_heads: See :class:`~kbqa_lit.decoding.pairs.PairRules` (0: the paper's start set).
+        partners: ``last`` (the paper's) or ``any``; see :class:`~kbqa_lit.decoding.pairs.PairRules`.
         mask_entities: Entities as slots (as the composer was trained).
         knowledge: ``pairs``, ``components`` or ``none`` in the input (as trained).
+        input_format: ``paper`` (§4.5) or ``entity-pairs`` (ours), as the composer was trained.
         use_skeletons: Write the skeletons into the input (as trained).
         max_input_words: The input's length limit in words.
         batch_size: Questions per ``generate`` call.
@@ -68,12 +85,14 @@ class ComposerStage:
         self,
         composer: Seq2SeqPart,
         kb: KnowledgeBase | None = None,
-        constraint: Literal["trie", "bag", "none"] = "trie",
+        constraint: Literal["trie", "bag", "none"] = "bag",
         num_beams: int = 10,
         max_new_tokens: int = 96,
-        chain_heads: int = 2,
+        chain_heads: int = 0,
+        partners: Literal["last", "any"] = "last",
         mask_entities: bool = True,
         knowledge: Literal["pairs", "components", "none"] = "pairs",
+        input_format: Literal["paper", "entity-pairs"] = "paper",
         use_skeletons: bool = True,
         max_input_words: int | None = None,
         batch_size: int = 16,
@@ -81,12 +100,16 @@ class ComposerStage:
     ) -> None:
         if constraint not in CONSTRAINTS:
             raise UserInputError(f"constraint must be one of {', '.join(CONSTRAINTS)}, got {constraint!r}")
+        if partners not in PAIR_PARTNERS:
+            raise UserInputError(f"partners must be one of {', '.join(PAIR_PARTNERS)}, got {partners!r}")
         self.composer = composer
         self.constraint = constraint
         self.num_beams, self.max_new_tokens, self.chain_heads = num_beams, max_new_tokens, chain_heads
+        self.partners = partners
         self.row_settings: dict[str, Any] = {
             "mask_entities": mask_entities,
             "knowledge": knowledge,
+            "input_format": check_input_format(input_format),
             "use_skeletons": use_skeletons,
             "max_tokens": max_input_words,
         }
@@ -105,7 +128,10 @@ class ComposerStage:
         views = [view_of(ex, c) for ex, c in zip(examples, components, strict=True)]
         texts = [composer_row(v, c, **self.row_settings)[0] for v, c in zip(views, components, strict=True)]
         grammars = (
-            [pair_grammar(c, v, self.constraint, self.chain_heads) for v, c in zip(views, components, strict=True)]  # type: ignore[arg-type]
+            [
+                pair_grammar(c, v, self.constraint, self.chain_heads, self.partners)  # type: ignore[arg-type]
+                for v, c in zip(views, components, strict=True)
+            ]
             if self.constraint != "none"
             else []
         )

@@ -1,29 +1,29 @@
-"""FC-KBQA's composition step over detected question files (``kbqa fc compose``).
+"""FC-KBQA's answering step over detected question files (``kbqa fc compose``), in either form.
 
-``composition`` (a setting; see :mod:`kbqa_lit.pipelines.fc.fill` for why filling exists):
+The **paper** form (``form: paper``, the default) answers with the composer's choice alone: the
+composer's constrained beams from its ``kbqa test`` predictions (``generated``), the first that
+executes (re-executed through the shared :class:`~kbqa_lit.pipelines.selection.chain.AnswerChain`,
+so its answers are those of ``kbqa test``). The named extensions
+(:mod:`kbqa_lit.pipelines.selection.forms`; ``form: extended`` switches on all of them):
 
-- ``fill``: the first filling (:class:`~kbqa_lit.pipelines.fc.fill.SkeletonFiller`, skeleton by
-  skeleton, best score first) that executes to a non-empty answer;
-- ``generate+fill``: the composer's choice (its first executable constrained beam, read from its
-  ``kbqa test`` predictions, ``generated``) when it executed, else the fillings;
-- ``fill+generate``: the fillings, else the composer's choice.
-
-``paths`` (off when a config has no such section; ``configs/fc/compose.yaml`` turns it on; not in
-the paper, which is silent on questions nothing answers): the
-shared KB-path fallback (:mod:`kbqa_lit.pipelines.selection.path_fallback`) over the detected entities —
-``fallback: true`` answers a question whose fillings all come back empty with the best-ranked KB
-path of its entities; ``override_margin`` also replaces a chosen filling that is a plain join chain
-when a path fits the question better by that margin. Such rows have ``composition: path``.
-
-``answer_type`` (off when a config has no such section; on in ``configs/fc/compose.yaml``; ours):
-the answer-type check (:mod:`kbqa_lit.pipelines.selection.type_guard`) — when the question names the kind of
-its answer (*which country*, *how many countries*) and the chosen answer is of another kind, the
-next filling, else KB path (up to three hops through a mediator), whose answers are of that kind
-replaces it. Rows then carry ``answer_type: true`` (and ``composition`` says which source won).
+- ``fill_composition`` — composition by filling (:mod:`kbqa_lit.pipelines.fc.fill`, which the
+  paper's §4.4 names and rejects as enumeration): ``composition`` then says how filling and the
+  composer combine: ``fill`` (the first filling — skeleton by skeleton, best score first — that
+  executes to a non-empty answer), ``generate+fill`` (the composer's choice when it executed, else
+  the fillings) or ``fill+generate`` (the fillings, else the composer's choice);
+- ``path_fallback`` — when nothing executes, the detected entities' best-ranked KB path answers
+  (:mod:`kbqa_lit.pipelines.selection.path_fallback`; ``paths.override_margin`` also replaces a
+  chosen plain join chain when a path fits the question better by that margin): ``composition: path``;
+- ``answer_type`` — when the question names the kind of its answer (*which country*) and the
+  chosen answer is of another kind, the next candidate, else KB path, of that kind replaces it
+  (:mod:`kbqa_lit.pipelines.selection.type_guard`); rows carry ``answer_type: true``;
+- ``neighbour_skeletons`` — the detected file's skeletons come from the nearest training questions
+  (``kbqa fc detect`` with ``skeleton.source: neighbours``); the detect step switches it on, this
+  step records it.
 
 Reads each question's ``meta["fc"]`` (what ``kbqa fc detect`` wrote) and its text (literals), never a
-gold field; a prediction row names the source of its form (``composition``: ``fill``, ``generate``,
-``path`` or ``none``) so ``kbqa eval`` and a reader can tell them apart.
+gold field; a prediction row names its form and extensions and the source of its logical form
+(``composition``: ``fill``, ``generate``, ``path`` or ``none``).
 """
 
 from __future__ import annotations
@@ -31,23 +31,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kbqa_lit.data.fc.composer_examples import predicted_components
+from kbqa_lit.data.fc.composer_examples import Components, predicted_components
 from kbqa_lit.data.fc.literals import detect_literals
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import UserInputError
+from kbqa_lit.kb.lf.denormalize import invert_labels
+from kbqa_lit.pipelines.fc.build import resolve_config
 from kbqa_lit.pipelines.fc.fill import SkeletonFiller
-from kbqa_lit.pipelines.selection.chain import build_extensions
+from kbqa_lit.pipelines.selection.chain import AnswerChain, build_extensions
 from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector
+from kbqa_lit.pipelines.selection.forms import Form, resolve_form
 from kbqa_lit.pipelines.selection.path_fallback import PathFallback
 from kbqa_lit.pipelines.selection.type_guard import TypeGuard
 
+#: How filling and the composer combine under the ``fill_composition`` extension.
 COMPOSITIONS = ("fill", "generate+fill", "fill+generate")
+#: Keys that became extensions (``extensions: [...]``), with the extension that replaced each.
+MOVED_KEYS = {"paths.fallback": "path_fallback", "answer_type.check": "answer_type"}
 
 #: ``kbqa fc compose``'s sections and keys with defaults (``None``: required).
 COMPOSE_DEFAULTS: dict[str, Any] = {
     "file": None,
     "out": None,
     "kb": {"store": None, "build_from": []},
+    "form": None,  # paper unless extensions are listed
+    "extensions": None,
     "composition": "fill",
     "generated": None,
     "fill": {
@@ -60,13 +68,11 @@ COMPOSE_DEFAULTS: dict[str, Any] = {
     },
     "max_executions": 100,
     "paths": {
-        "fallback": False,
         "override_margin": None,
         "encoder": "all-MiniLM-L6-v2",
         "max_hops": 2,
     },
     "answer_type": {
-        "check": False,
         "threshold": 0.8,
         "max_paths": 30,
         "encoder": "all-MiniLM-L6-v2",
@@ -74,43 +80,59 @@ COMPOSE_DEFAULTS: dict[str, Any] = {
 }
 
 
+def compose_settings(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``kbqa fc compose``'s config with defaults, overrides and its form resolved (``cfg["form"]``: a :class:`Form`).
+
+    Raises:
+        UserInputError: On an unknown key (a key that became an extension names it), form or extension.
+    """
+    for key, extension in MOVED_KEYS.items():
+        section, _, sub = key.partition(".")
+        if key in overrides or sub in (raw.get(section) or {}):
+            raise UserInputError(f"{key} is now the {extension!r} extension: list it in extensions (or form: extended)")
+    cfg = resolve_config(raw, overrides, COMPOSE_DEFAULTS)
+    cfg["form"] = resolve_form("fc", cfg["form"], cfg["extensions"])
+    return cfg
+
+
 def extensions_from(
-    paths: Mapping[str, Any], answer_type: Mapping[str, Any]
+    form: Form, paths: Mapping[str, Any], answer_type: Mapping[str, Any]
 ) -> tuple[PathFallback | None, TypeGuard | None]:
-    """The ``paths`` and ``answer_type`` sections as the answer chain's optional steps.
+    """The ``path_fallback`` and ``answer_type`` extensions as the answer chain's optional steps.
 
     The type check ranks its KB paths with the fallback's ranking when both are on, else with a
     ranking of its own with the section's encoder
-    (:func:`~kbqa_lit.pipelines.selection.chain.build_extensions`).
-
-    Raises:
-        UserInputError: For an ``override_margin`` without ``fallback``, or bad values.
+    (:func:`~kbqa_lit.pipelines.selection.chain.build_extensions`). The sections' settings of an
+    extension that is off are not used.
     """
-    if not paths.get("fallback") and paths.get("override_margin") is not None:
-        raise UserInputError("paths.override_margin needs paths.fallback: true")
-    check = bool(answer_type.get("check"))
+    fallback, check = form.on("path_fallback"), form.on("answer_type")
     return build_extensions(
-        path_fallback=bool(paths.get("fallback")),
+        path_fallback=fallback,
         answer_type=check,
         encoder=str(paths["encoder"]),
         max_hops=int(paths["max_hops"]),
         override_margin=paths.get("override_margin"),
-        type_threshold=float(answer_type["threshold"]) if check else 0.8,
+        type_threshold=float(answer_type["threshold"]),
         type_encoder=str(answer_type["encoder"]) if check else None,
-        type_max_paths=int(answer_type["max_paths"]) if check else 30,
+        type_max_paths=int(answer_type["max_paths"]),
     )
 
 
 class FillComposition:
-    """Answer detected questions by filling (and optionally the composer's choice); see the module docstring.
+    """Answer detected questions in a form (see the module docstring).
 
     Args:
-        filler: Enumerates and ranks the fillings.
+        filler: Enumerates and ranks the fillings (used with ``fill_composition``).
         selector: Executes candidates in order and keeps the first non-empty one.
-        composition: ``fill``, ``generate+fill`` or ``fill+generate``.
-        generated: The composer's choices by qid (required unless ``fill``).
-        paths: The KB-path fallback (see the module docstring; ``None``: off).
-        types: The answer-type check (see the module docstring; ``None``: off).
+        composition: ``fill``, ``generate+fill`` or ``fill+generate`` (with ``fill_composition``).
+        generated: The composer's ``kbqa test`` rows by qid (required unless ``fill`` with
+            ``fill_composition``).
+        paths: The KB-path fallback (``path_fallback``; ``None``: off).
+        types: The answer-type check (``answer_type``; ``None``: off).
+        form: The resolved form (default: the paper's with ``fill_composition``, as before forms).
+
+    Raises:
+        UserInputError: For an unknown ``composition`` or missing composer predictions.
     """
 
     def __init__(
@@ -121,21 +143,29 @@ class FillComposition:
         generated: Mapping[str, Mapping[str, Any]] | None = None,
         paths: PathFallback | None = None,
         types: TypeGuard | None = None,
+        form: Form | None = None,
     ) -> None:
+        self.form = form or resolve_form("fc", None, ["fill_composition"])
+        self.fill = self.form.on("fill_composition")
         if composition not in COMPOSITIONS:
             raise UserInputError(f"composition must be one of {', '.join(COMPOSITIONS)}, got {composition!r}")
-        if composition != "fill" and generated is None:
-            raise UserInputError(f"composition {composition!r} needs the composer's predictions (generated: FILE)")
+        if (composition != "fill" or not self.fill) and generated is None:
+            what = f"composition {composition!r}" if self.fill else "the composer's choice (no fill_composition)"
+            raise UserInputError(f"{what} needs the composer's predictions (generated: FILE)")
         self.filler, self.selector, self.composition = filler, selector, composition
         self.generated = generated or {}
         self.paths, self.types = paths, types
 
-    def _generated(self, ex: KBQAExample) -> dict[str, Any] | None:
-        if self.composition == "fill":
-            return None
+    def _composer_row(self, ex: KBQAExample) -> Mapping[str, Any]:
         row = self.generated.get(ex.qid)
         if row is None:
             raise UserInputError(f"{ex.qid}: not in the composer's predictions")
+        return row
+
+    def _generated(self, ex: KBQAExample) -> dict[str, Any] | None:
+        if self.composition == "fill":
+            return None
+        row = self._composer_row(ex)
         if not row.get("executable") or not row.get("chosen_sexpr"):
             return None
         return {"answers": list(row.get("answers") or []), "s_expression": row["chosen_sexpr"]}
@@ -150,6 +180,39 @@ class FillComposition:
         comp = predicted_components(ex)
         if comp is None:
             raise UserInputError(f"{ex.qid}: no meta['fc']; run `kbqa fc detect` on the file first")
+        row = self._filled(ex, comp) if self.fill else self._composed(ex, comp)
+        return {**row, **self.form.record()}
+
+    def _composed(self, ex: KBQAExample, comp: Components) -> dict[str, Any]:
+        """The composer's choice through the answer chain: its executed choice, then its other beams."""
+        generated = self._composer_row(ex)
+        chosen = generated.get("chosen_sexpr") if generated.get("executable") else None
+        beams = [str(b) for b in generated.get("beams") or []]
+        candidates = [str(chosen), *beams] if chosen else beams
+        sel = AnswerChain(self.selector, self.paths, self.types).select(
+            candidates,
+            question=ex.question,
+            linked=dict(comp.entities),
+            semantics=ex.semantics,
+            label_to_ids=invert_labels(comp.entities),
+            entity_candidates=tuple(comp.entities.items()),
+        )
+        source = "none" if not sel.executable else ("generate" if sel.chosen_beam is not None else "path")
+        row: dict[str, Any] = {"qid": ex.qid, "question": ex.question, "fillings": 0}
+        if self.types is not None:
+            row["answer_type"] = sel.answer_type
+        return {
+            **row,
+            "answers": sel.answers if sel.executable else [],
+            "s_expression": sel.chosen_sexpr if sel.executable else None,
+            "executable": sel.executable,
+            "composition": source,
+            "skeleton": None,
+            "tried": sel.beams_tried,
+        }
+
+    def _filled(self, ex: KBQAExample, comp: Components) -> dict[str, Any]:
+        """Composition by filling (``fill_composition``), with the composer's choice as ``composition`` says."""
         fillings = self.filler.fillings(comp, detect_literals(ex.question))
         generated = self._generated(ex)
         row: dict[str, Any] = {"qid": ex.qid, "question": ex.question, "fillings": len(fillings)}

@@ -9,9 +9,11 @@ scores (ties keep the input order):
 - **relation–relation** ``P_r-r``: ``(r1, r2)`` when ``r1``'s range is ``r2``'s domain by the
   ontology, confirmed by executing the two-hop connection ``?x r1 ?y . ?y r2 ?z`` on the KB
   (:class:`~kbqa_lit.kb.index.connectivity.RelationChains`: batched ASKs, cached across questions);
-  ``r1 = r2`` is allowed (``containedby`` of ``containedby``). With ``reverse_hops`` (default) a hop
-  may go backwards, written ``(R r)`` (its domain is ``r``'s range): ``((R r1), r2)`` joins two
-  relations on their subjects — the two relations of a mediator (CVT) node, as in
+  ``r1 = r2`` is allowed (``containedby`` of ``containedby``). The paper's pairs are these forward
+  connections (``reverse_hops: false`` in ``configs/fc/detect.yaml``). With ``reverse_hops`` (ours,
+  the class's default and ``configs/fc/detect_extended.yaml``'s) a hop may go backwards, written
+  ``(R r)`` (its domain is ``r``'s range): ``((R r1), r2)`` joins two relations on their subjects
+  — the two relations of a mediator (CVT) node, as in
   ``(JOIN (R film.performance.film) (JOIN film.performance.actor e))`` — and ``(r1, (R r2))`` on
   their objects (``(film.performance.film, (R film.performance.film))``: the other performances of
   a film, the co-star path); both hops backwards is the forward pair read the other way and is
@@ -24,15 +26,16 @@ scores (ties keep the input order):
   is its linking score.
 
 **Type match** (``type_match``; the paper says "is"): ``exact`` — the class ids are equal (the
-paper); ``hierarchy`` (default) — equal, or one is a superclass of the other in the ontology
-(``location.city`` reaches ``location.location``); ``kb`` — the ontology's classes are not
+paper; ``configs/fc/detect.yaml``); ``hierarchy`` (default) — equal, or one is a superclass of
+the other in the ontology (``location.city`` reaches ``location.location``); ``kb`` — the ontology's classes are not
 consulted: relation–relation pairs are every ordered pair the KB chains, class–relation pairs
 are those with a typed instance on that side in the KB
 (:class:`~kbqa_lit.kb.index.connectivity.TypedRelations`); for KBs whose ontology lacks the class
 hierarchy, such as the synthetic world (its cities are ``location.location`` and its actors
 ``people.person`` only by type triples: ``kb`` holds all 42 gold class–relation pairs of its
-splits, ``exact`` and ``hierarchy`` none). Literal ranges (``type.int``...) never chain. Without
-a store the ontology alone decides (``kb`` then needs one).
+splits, ``exact`` and ``hierarchy`` none); ``kb`` is ``configs/fc/detect_extended.yaml``'s (ours).
+Literal ranges (``type.int``...) never chain. Without a store the ontology alone decides (``kb``
+then needs one).
 """
 
 from __future__ import annotations

@@ -5,9 +5,11 @@ between it and at least one of the relation extractor's top-k relations; the edg
 candidates × relations are asked in batched ``VALUES`` queries and cached
 (:class:`~kbqa_lit.kb.index.connectivity.Connectivity`). Among the survivors the most popular (degree)
 is picked, ties broken by the linker's score and then the id. When no candidate survives, the
-mention keeps its unpruned pick (``on_empty="keep"``, the default: linking errors of the relation
-extractor should not erase an entity) or is dropped (``"drop"``). The surviving edges are the
-relation–entity pairs ``P_r-e`` of :mod:`kbqa_lit.pipelines.fc.pairs`.
+mention is dropped (``on_empty="drop"``, the paper's: an entity with no connected relation is
+pruned; ``configs/fc/detect.yaml``) or keeps its unpruned pick (``"keep"``, ours and the class's
+default: linking errors of the relation extractor should not erase an entity;
+``configs/fc/detect_extended.yaml``). The surviving edges are the relation–entity pairs ``P_r-e``
+of :mod:`kbqa_lit.pipelines.fc.pairs`.
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ class RelationAwarePruner:
         store: The KB (``None``: no pruning, the most popular candidate is picked).
         degree: Popularity of a candidate without one (default 0).
         top_k: Relations (best first) whose edges count.
-        on_empty: ``keep`` or ``drop`` a mention whose candidates are all pruned.
+        on_empty: ``keep`` (ours) or ``drop`` (the paper's) a mention whose candidates are all pruned.
         batch_size: (relation, entity) pairs per ``VALUES`` query.
     """
 

@@ -10,7 +10,7 @@ stages (see ``configs/keqing/run.yaml``)::
     decomposer: {backend: {class_path: kbqa_lit.llm.hf_backend.HFCausalLMBackend, init_args: {model: ...}}}
     matching: {encoder: all-MiniLM-L6-v2, top_k: 3}
     retrieval: {max_paths: 2000, select: first-nonempty}
-    reasoner: {kind: all}
+    reasoner: {kind: all, scope: step}
     out: outputs/keqing_mq/test_predictions.jsonl
 
 Every field is typed: an unknown key, a wrong type or a missing required value is a
@@ -28,6 +28,7 @@ from jsonargparse import ArgumentParser
 from kbqa_lit.errors import KBQAError, UserInputError
 from kbqa_lit.llm.backends import DecompositionBackend
 from kbqa_lit.pipelines.config_files import read_config_mapping
+from kbqa_lit.pipelines.selection.chain import ChainSettings
 
 
 @dataclass
@@ -131,12 +132,13 @@ class RetrievalConfig:
 
     Attributes:
         max_paths: Most paths kept per sub-question (what is cut is counted).
-        select: ``first-nonempty`` (the best-ranked template whose chains reach something) or
-            ``union`` (every matched template's candidates, best template first).
+        select: ``union`` (the paper's, the default: the chains of the top-K matched templates
+            together give the candidates, best template first) or ``first-nonempty`` (ours: only
+            the best-ranked template whose chains reach something).
     """
 
     max_paths: int = 2000
-    select: Literal["first-nonempty", "union"] = "first-nonempty"
+    select: Literal["union", "first-nonempty"] = "union"
 
 
 @dataclass
@@ -144,13 +146,23 @@ class ReasonerConfig:
     """Stage 5: choosing the answers among the candidates, and the response.
 
     Attributes:
-        kind: ``all`` (no LLM: every candidate; the retrieval upper bound) or ``llm``.
-        backend: The reasoning LLM (``kind: llm``).
+        kind: ``all`` (no reasoner: every candidate of every step is kept; the retrieval upper
+            bound) or ``llm`` (``backend`` picks the answers: a served LLM, or the fine-tuned local
+            reasoner of ``configs/keqing/reasoner.yaml`` merged and served by ``HFCausalLMBackend``).
+        scope: What the ``llm`` reasoner answers. ``step`` (the paper's Eq. 4, the default): after
+            each sub-question's retrieval it picks that step's answers among the step's candidates,
+            reading the sub-question (its slot written as the seeds' names) over the step's triples,
+            and only those answers seed the sub-questions that depend on it; the last step's are the
+            answers. ``last`` (ours): every candidate flows through the steps and one call reads the
+            whole question over the last sub-question's triples. With ``kind: all`` both keep everything.
+        backend: The reasoning LLM (``kind: llm``); it is loaded when the run starts, so a missing
+            trained model is a typed error then.
         response_backend: An LLM that writes the response; ``None``: a deterministic summary.
         max_triples: Most triples in a reasoning prompt.
     """
 
     kind: Literal["all", "llm"] = "all"
+    scope: Literal["step", "last"] = "step"
     backend: Optional[DecompositionBackend] = None  # noqa: UP045
     response_backend: Optional[DecompositionBackend] = None  # noqa: UP045
     max_triples: int = 200
@@ -158,7 +170,15 @@ class ReasonerConfig:
 
 @dataclass
 class KeqingConfig:
-    """A whole ``kbqa keqing run`` config."""
+    """A whole ``kbqa keqing run`` config.
+
+    Attributes:
+        form: ``paper`` (the default) or ``extended`` (every extension Keqing offers:
+            ``path_fallback``, a question whose chains answer nothing is answered by its seed
+            entities' best-ranked KB path; :mod:`kbqa_lit.pipelines.selection.forms`).
+        extensions: A list instead of the form's preset.
+        answer_chain: The extensions' settings (read only when they are on).
+    """
 
     data: DataConfig
     kb: KBConfig
@@ -168,6 +188,9 @@ class KeqingConfig:
     matching: MatchingConfig = field(default_factory=MatchingConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     reasoner: ReasonerConfig = field(default_factory=ReasonerConfig)
+    form: Optional[Literal["paper", "extended"]] = None  # noqa: UP045
+    extensions: Optional[list[str]] = None  # noqa: UP045
+    answer_chain: ChainSettings = field(default_factory=ChainSettings)
     out: str = "outputs/keqing/predictions.jsonl"
 
 

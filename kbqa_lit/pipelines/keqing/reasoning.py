@@ -13,6 +13,13 @@ Two reasoners share one interface (:class:`Reasoner`):
   ids of that name. An empty or unusable output, or a failed request, gives no answers and a
   recorded ``error``, never an exception (only a backend that can serve no request at all raises
   :class:`~kbqa_lit.llm.backends.DecompositionBackendError`).
+
+What a reasoner is asked depends on ``reasoner.scope`` (see
+:class:`~kbqa_lit.pipelines.keqing.config.ReasonerConfig`): per sub-question (the paper's Eq. 4),
+the question is :func:`step_question` — the sub-question with its ``[mask]`` slot written as the
+names of the step's seeds — over that step's retrieved triples; ``last`` asks the whole question
+over the last sub-question's triples. The fine-tuned reasoner's training rows
+(:mod:`~kbqa_lit.pipelines.keqing.reasoning_data`) are built with the same functions.
 """
 
 from __future__ import annotations
@@ -23,9 +30,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kbqa_lit.data.keqing.decomposition import MASK
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.llm.backends import DecompositionBackend
-from kbqa_lit.pipelines.keqing.verbalize import Labeler, node_name, triple_text
+from kbqa_lit.pipelines.keqing.verbalize import Labeler, names_text, node_name, triple_text
 
 Triple = tuple[str, str, str]
 PROMPT_HEAD = (
@@ -37,6 +45,9 @@ _LABEL_RE = re.compile(r"^\s*(?:the\s+)?answers?\s*(?:(?:is|are)\b\s*:?|:)\s*", 
 _BULLET_RE = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 _PART_RE = re.compile(r"\s*(?:[,;|]|\band\b)\s*", re.IGNORECASE)
 _STRIP = " \t\"'`.!?"
+_MASK_RE = re.compile(re.escape(MASK), re.IGNORECASE)
+#: Seed names written into a sub-question's slot before ``and N more``.
+STEP_SEED_NAMES = 5
 
 
 @dataclass
@@ -104,6 +115,26 @@ def reasoning_prompt(
     """The paper's reasoning prompt over the first ``max_triples`` triples (also the fine-tuned reasoner's)."""
     context = "\n".join(triple_text(t, label) for t in triples[:max_triples])
     return f"{PROMPT_HEAD}\n----------------\n{context}\n----------------\nQuestion: {question}\nAnswers:"
+
+
+def step_question(
+    text: str, seeds: Sequence[str], label: Labeler | None = None, max_names: int = STEP_SEED_NAMES
+) -> str:
+    """A sub-question as the per-step reasoner reads it: its ``[mask]`` slot written as its seeds' names.
+
+    Args:
+        text: The sub-question text (``who directed [mask]``).
+        seeds: The step's seed ids (the linked entities, or the answers chosen for its dependency).
+        label: ``label(id) -> name or None`` (ids are shown otherwise).
+        max_names: Names written before ``and N more``.
+
+    Returns:
+        ``who directed Heat, Ronin``; the text itself when it has no slot or there are no seeds.
+    """
+    if not seeds or not _MASK_RE.search(text):
+        return text
+    names = names_text(seeds, label, max_names)
+    return _MASK_RE.sub(lambda _: names, text)
 
 
 def _key(name: str) -> str:
@@ -216,4 +247,5 @@ __all__ = [
     "context_names",
     "parse_answers",
     "reasoning_prompt",
+    "step_question",
 ]

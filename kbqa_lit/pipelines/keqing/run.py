@@ -3,7 +3,9 @@
 Per batch of questions: link (by ``linking.mode``), decompose (the LLM backend, or the gold
 decomposition as a labelled oracle), match every sub-question to the top-K templates, execute the
 matched templates' chains from the seeds (:class:`~kbqa_lit.pipelines.keqing.execution.DecompositionExecutor`),
-reason over the last sub-question's candidates and write the response. Only the inference view
+reason (``reasoner.scope: step``, the paper's: per sub-question, each step's chosen answers seeding
+the steps that depend on it; ``last``: once, over the last sub-question's candidates) and write
+the response. Only the inference view
 of an example (:func:`~kbqa_lit.data.linking.inference_view`) reaches these stages; the gold
 fields are read afterwards, for scoring (:mod:`~kbqa_lit.pipelines.keqing.scoring`).
 
@@ -36,15 +38,26 @@ from kbqa_lit.data.linking import IndexLinker, inference_view
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.index.entity_index import EntityIndex
+from kbqa_lit.kb.lf.denormalize import invert_labels
 from kbqa_lit.kb.store import StoreSpec, is_endpoint
+from kbqa_lit.llm.backends import DecompositionBackend
 from kbqa_lit.llm.response_cache import DecompositionCache
 from kbqa_lit.pipelines.keqing.config import KeqingConfig
 from kbqa_lit.pipelines.keqing.execution import DecompositionExecutor, StepLog
 from kbqa_lit.pipelines.keqing.matching import TemplateMatcher
-from kbqa_lit.pipelines.keqing.reasoning import AllCandidatesReasoner, LLMReasoner, Reasoner
+from kbqa_lit.pipelines.keqing.reasoning import (
+    AllCandidatesReasoner,
+    LLMReasoner,
+    Reasoner,
+    ReasoningResult,
+    step_question,
+)
 from kbqa_lit.pipelines.keqing.response import LLMResponder, ResponseStep, render_response
 from kbqa_lit.pipelines.keqing.retrieval import ChainExecutor
 from kbqa_lit.pipelines.keqing.scoring import KeqingScorer
+from kbqa_lit.pipelines.selection.chain import AnswerChain
+from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector
+from kbqa_lit.pipelines.selection.forms import resolve_form
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +70,25 @@ def _mentions(view: KBQAExample) -> tuple[list[list[str]], list[str]]:
     q = view.question.lower()
     labels = sorted(by_label, key=lambda lb: (q.find(lb.lower()) if lb.lower() in q else len(q), lb))
     return [by_label[lb] for lb in labels], labels
+
+
+def _load_reasoner(backend: DecompositionBackend) -> None:
+    """Load a local reasoner now, so a missing trained model fails before any question is answered.
+
+    Raises:
+        UserInputError: When the backend's model cannot be loaded (not trained, not merged, wrong path).
+    """
+    load = getattr(backend, "load", None)
+    if not callable(load):  # a served model: nothing to load here
+        return
+    try:
+        load()
+    except (OSError, ValueError) as exc:
+        raise UserInputError(
+            f"reasoner.backend: no trained reasoner at {backend.model_name!r} ({exc}); fine-tune and merge one "
+            "(configs/keqing/reasoner.yaml), point reasoner.backend at a served LLM, or set reasoner.kind: all "
+            "(no reasoner: every candidate is kept)"
+        ) from None
 
 
 class KeqingRun:
@@ -88,12 +120,20 @@ class KeqingRun:
         lookup = (lambda name: [eid for eid, _, _ in self.index.lookup(name)]) if self.index is not None else None
         self.executor = DecompositionExecutor(self.bank, executor, config.retrieval.select, lookup)
         rc = config.reasoner
-        self.reasoner: Reasoner = (
-            LLMReasoner(rc.backend, rc.max_triples) if rc.kind == "llm" else AllCandidatesReasoner()
-        )
+        if rc.kind == "llm":
+            if rc.backend is None:
+                raise UserInputError("reasoner.kind llm needs reasoner.backend (a trained or served reasoner)")
+            _load_reasoner(rc.backend)
+            self.reasoner: Reasoner = LLMReasoner(rc.backend, rc.max_triples)
+        else:
+            self.reasoner = AllCandidatesReasoner()
         self.responder = LLMResponder(rc.response_backend) if rc.response_backend is not None else None
         #: Seconds spent per stage so far (linking, decomposition, matching, retrieval, reasoning, response, scoring).
         self.seconds: dict[str, float] = {}
+        self.form = resolve_form("keqing", config.form, config.extensions)
+        paths, _ = config.answer_chain.build(self.form)
+        self.selector = ExecutionGuidedSelector(self.store) if paths is not None else None
+        self.paths = AnswerChain(self.selector, paths) if self.selector is not None else None
         self.scorer = KeqingScorer(
             self.bank, executor, self.oracle_inputs(), config.decomposer.target, config.decomposer.seed_form
         )
@@ -148,6 +188,51 @@ class KeqingRun:
             found.update(fresh)
         return [found[p] for p in prompts]
 
+    def reason_steps(self, steps: Sequence[StepLog]) -> list[ReasoningResult]:
+        """Per-step reasoning (the paper's Eq. 4): each step's sub-question over its own triples.
+
+        The question is :func:`~kbqa_lit.pipelines.keqing.reasoning.step_question` (the slot written
+        as the step's seeds' names); one batched reasoner call for the steps of a round. Its time is
+        counted under ``reasoning``.
+        """
+        start = time.perf_counter()
+        results = self.reasoner.reason_many(
+            [step_question(x.subquestion.text, x.seeds, self.label) for x in steps],
+            [x.answers for x in steps],
+            [x.triples for x in steps],
+            self.label,
+        )
+        self._tick("reasoning", start)
+        return results
+
+    @staticmethod
+    def _step_result(final: StepLog | None) -> ReasoningResult:
+        """The answers of a question reasoned per step: its last step's chosen answers."""
+        if final is None:
+            return ReasoningResult([], None, "no sub-question ran")
+        if final.reasoning is None:  # the step could not run (an unresolved seed...)
+            return ReasoningResult([], None, final.error or "the last sub-question was not reasoned over")
+        return ReasoningResult(list(final.outputs), final.reasoning.raw, final.reasoning.error)
+
+    def _path_fallback(self, views: Sequence[KBQAExample], results: list[ReasoningResult]) -> dict[str, str]:
+        """The ``path_fallback`` extension: a question left without answers gets its seeds' best KB path.
+
+        Replaces the empty results in place; returns the chosen path's S-expression by qid.
+        """
+        chosen: dict[str, str] = {}
+        if self.paths is None:
+            return chosen
+        for k, (view, result) in enumerate(zip(views, results, strict=True)):
+            if result.answers or not view.topic_entities:
+                continue
+            linked = dict(view.topic_entities)
+            sel = self.paths.select([], question=view.question, linked=linked, semantics=view.semantics,
+                                    label_to_ids=invert_labels(linked))  # fmt: skip
+            if sel.executable and sel.chosen_sexpr:
+                results[k] = ReasoningResult(list(sel.answers), result.raw, result.error)
+                chosen[view.qid] = sel.chosen_sexpr
+        return chosen
+
     def _tick(self, stage: str, since: float) -> float:
         now = time.perf_counter()
         self.seconds[stage] = self.seconds.get(stage, 0.0) + now - since
@@ -163,25 +248,39 @@ class KeqingRun:
         texts = [s.text for d in decomps if d.ok for s in d.subquestions]
         flat = iter(self.matcher.top_k(texts, self.config.matching.top_k) if texts else [])
         t = self._tick("matching", t)
-        steps: list[list[StepLog]] = []
-        for view, d in zip(views, decomps, strict=True):
-            if not d.ok:
-                steps.append([])
-                continue
-            matches = [next(flat) for _ in d.subquestions]
-            slots, _ = _mentions(view)
-            steps.append(self.executor.run(d, matches, slots, view.topic_entities))
-        t = self._tick("retrieval", t)
-        finals = [s[-1] if s else None for s in steps]
-        results = self.reasoner.reason_many(
-            [v.question for v in views],
-            [f.answers if f else [] for f in finals],
-            [f.triples if f else [] for f in finals],
-            self.label,
+        ok = [i for i, d in enumerate(decomps) if d.ok]
+        matches = [[next(flat) for _ in decomps[i].subquestions] for i in ok]
+        slots = [_mentions(views[i])[0] for i in ok]
+        rc = self.config.reasoner
+        per_step = rc.kind == "llm" and rc.scope == "step"  # kind all: no reasoner, every candidate flows on
+        reasoned = self.seconds.get("reasoning", 0.0)
+        ran = self.executor.run_many(
+            [decomps[i] for i in ok],
+            matches,
+            slots,
+            [views[i].topic_entities for i in ok],
+            self.reason_steps if per_step else None,
         )
+        steps: list[list[StepLog]] = [[] for _ in decomps]
+        for i, s in zip(ok, ran, strict=True):
+            steps[i] = s
+        t = self._tick("retrieval", t)
+        self.seconds["retrieval"] -= self.seconds.get("reasoning", 0.0) - reasoned  # per-step reasoning apart
+        finals = [s[-1] if s else None for s in steps]
+        if per_step:
+            results = [self._step_result(f) for f in finals]
+        else:
+            results = self.reasoner.reason_many(
+                [v.question for v in views],
+                [f.answers if f else [] for f in finals],
+                [f.triples if f else [] for f in finals],
+                self.label,
+            )
         t = self._tick("reasoning", t)
+        fallback = self._path_fallback(views, results)
+        t = self._tick("path_fallback", t)
         logs = [
-            [ResponseStep(x.subquestion.text, tuple(x.chains), tuple(x.answers), tuple(x.seeds)) for x in s]
+            [ResponseStep(x.subquestion.text, tuple(x.chains), tuple(x.outputs), tuple(x.seeds)) for x in s]
             for s in steps
         ]
         if self.responder is not None:
@@ -204,7 +303,10 @@ class KeqingRun:
                 "steps": [x.to_json() for x in s],
                 "reasoning": {"raw": r.raw, "error": r.error},
                 "response": response,
+                **self.form.record(),
             }
+            if self.paths is not None:
+                record["path_fallback"] = fallback.get(ex.qid)
             record.update(self.scorer.score(ex, d, s, r.answers))
             records.append(record)
         self._tick("scoring", t)

@@ -15,7 +15,9 @@ Gold fields are read here only, after the prediction. Per question:
 - ``failure``: the paper's three kinds, in pipeline order — ``decomposition`` (no parse, the wrong
   structure, or a sub-question worded as a template of another step: ``decomposition_right_steps``),
   ``retrieval`` (no gold answer among the candidates), ``reasoning`` (gold among
-  the candidates, but the top answer is not gold) — or ``None`` for a Hits@1 hit.
+  the candidates, but the top answer is not gold; or, reasoning per step, no gold answer among the
+  last step's candidates because an earlier step's reasoner dropped every node of the gold paths
+  that its candidates held) — or ``None`` for a Hits@1 hit.
 
 Figures are averaged overall and per ``meta.hops`` (and ``meta.generalization`` where present).
 With oracle inputs (gold linking or decompositions) every figure is named ``oracle/...``.
@@ -119,6 +121,27 @@ class KeqingScorer:
         out["oracle/candidates_hit1"] = score_question(oracle, [gold_ids], ordered=True).hit1
         return out
 
+    def _reasoner_dropped_gold(self, ex: KBQAExample, steps: Sequence[StepLog]) -> bool:
+        """Per-step reasoning: whether a step before the last held a node of a gold path but chose none.
+
+        The gold paths are the gold chain's paths from the gold topic entity that end in a gold
+        answer; step ``k``'s gold nodes are their nodes after hop ``k`` (only when the steps are the
+        chain's hops, one each).
+        """
+        if all(s.chosen is None for s in steps[:-1]):
+            return False
+        found = example_chain(ex)
+        if found is None or len(found[1]) != len(steps):
+            return False
+        seed, chain = found
+        gold = {a.id for a in ex.answers}
+        paths = [p for p in self.executor.execute(self.executor.seed_paths([seed]), chain).paths if p[-1] in gold]
+        for k, step in enumerate(steps[:-1]):
+            nodes = {p[k + 1] for p in paths}
+            if step.chosen is not None and nodes & set(step.answers) and not nodes & set(step.chosen):
+                return True
+        return False
+
     def score(self, ex: KBQAExample, d: Decomposition, steps: Sequence[StepLog], answers: list[str]) -> dict[str, Any]:
         """The question's scores and failure kind (also added to the run's sums)."""
         gold_ids = [a.id for a in ex.answers]
@@ -137,7 +160,7 @@ class KeqingScorer:
             ):
                 failure = "decomposition"
             elif not candidates & set(gold_ids):
-                failure = "retrieval"
+                failure = "reasoning" if self._reasoner_dropped_gold(ex, steps) else "retrieval"
             else:
                 failure = "reasoning"
         groups = ["all", f"hops={ex.meta.get('hops', '?')}"]

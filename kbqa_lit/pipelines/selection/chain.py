@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Optional
 
 from kbqa_lit.backbones.common import MINILM
 from kbqa_lit.pipelines.selection.answer_type import AnswerTypes
 from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector, Selection
+from kbqa_lit.pipelines.selection.forms import Form
 from kbqa_lit.pipelines.selection.path_fallback import PathFallback
 from kbqa_lit.pipelines.selection.type_guard import TypeGuard
 
@@ -56,6 +58,44 @@ def build_extensions(
         kinds = type_encoder or encoder
         types = TypeGuard(AnswerTypes(kinds, type_threshold), paths or PathFallback(kinds), type_max_paths)
     return paths, types
+
+
+@dataclass
+class ChainSettings:
+    """The settings of the answer chain's optional steps, read only when their extension is on.
+
+    A config section of every system whose answering step offers ``path_fallback`` or
+    ``answer_type`` (TFS-KBQA's and Keqing's ``answer_chain:``).
+
+    Attributes:
+        encoder: The sentence encoder that ranks KB paths (all-MiniLM-L6-v2 offline).
+        max_hops: Longest KB path (1 or 2).
+        override_margin: How much better a path must fit the question to replace an executed
+            plain join chain (``None``: never).
+        type_threshold: Least cosine of an answer noun and a KB class's words.
+        type_encoder: The answer-type check's encoder (``None``: ``encoder``).
+        type_max_paths: KB paths the answer-type check may try.
+    """
+
+    encoder: str = MINILM
+    max_hops: int = 2
+    override_margin: Optional[float] = None  # noqa: UP045  (jsonargparse resolves typing forms)
+    type_threshold: float = 0.8
+    type_encoder: Optional[str] = None  # noqa: UP045
+    type_max_paths: int = 30
+
+    def build(self, form: Form) -> tuple[PathFallback | None, TypeGuard | None]:
+        """The steps ``form`` switches on (:func:`build_extensions`)."""
+        return build_extensions(
+            path_fallback=form.on("path_fallback"),
+            answer_type=form.on("answer_type"),
+            encoder=self.encoder,
+            max_hops=self.max_hops,
+            override_margin=self.override_margin,
+            type_threshold=self.type_threshold,
+            type_encoder=self.type_encoder,
+            type_max_paths=self.type_max_paths,
+        )
 
 
 @dataclass
@@ -113,4 +153,4 @@ class AnswerChain:
         )  # fmt: skip
 
 
-__all__ = ["AnswerChain", "build_extensions"]
+__all__ = ["AnswerChain", "ChainSettings", "build_extensions"]

@@ -12,6 +12,8 @@ settings (see ``configs/tfs/pipeline.yaml``)::
         adapters: {s1: outputs/tfs/s1/adapter, s2_items: ..., s2_lf: ..., s3: ...}
     decoding: {s1_beams: 5, max_new_tokens: 96}
     linking: {mode: predicted, linkers: [kb, file], kb_match: exact, results_file: elq_test.jsonl}
+    form: paper                      # or extended; or extensions: [path_fallback]
+    answer_chain: {encoder: all-MiniLM-L6-v2, type_threshold: 0.8}
     out: outputs/tfs/pipeline_predictions.jsonl
 
 Every field is typed: an unknown key, a wrong type or a missing required value is a
@@ -33,6 +35,7 @@ from kbqa_lit.data.linking import ORACLE_PREFIX
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.pipelines.config_files import read_config_mapping
+from kbqa_lit.pipelines.selection.chain import ChainSettings
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +150,14 @@ class LinkingConfig:
 
 @dataclass
 class TFSPipelineConfig:
-    """A whole ``kbqa lora pipeline`` config."""
+    """A whole ``kbqa lora pipeline`` config.
+
+    Attributes:
+        form: ``paper`` (the default: S1 → S2 → S3 as the paper) or ``extended`` (every extension
+            TFS offers: ``path_fallback``, ``answer_type``; :mod:`kbqa_lit.pipelines.selection.forms`).
+        extensions: A list instead of the form's preset.
+        answer_chain: The extensions' settings (read only when they are on).
+    """
 
     kb: KBConfig
     members: list[MemberConfig]
@@ -156,6 +166,9 @@ class TFSPipelineConfig:
     order: Literal["strategy", "member"] = "strategy"
     decoding: DecodingConfig = field(default_factory=DecodingConfig)
     linking: LinkingConfig = field(default_factory=LinkingConfig)
+    form: Optional[Literal["paper", "extended"]] = None  # noqa: UP045
+    extensions: Optional[list[str]] = None  # noqa: UP045
+    answer_chain: ChainSettings = field(default_factory=ChainSettings)
     out: str = "outputs/tfs/pipeline_predictions.jsonl"
 
 
@@ -272,12 +285,15 @@ def run_pipeline(
     Raises:
         UserInputError: A missing data file or adapter folder.
     """
+    from kbqa_lit.pipelines.selection.forms import resolve_form
     from kbqa_lit.pipelines.tfs.fallback import TFSFallbackPipeline, member_from_adapters
 
     for member in config.members:
         missing = [p for p in member.adapters.values() if not (Path(p) / "adapter_config.json").is_file()]
         if missing:
             raise UserInputError(f"member {member.name}: no adapter in {', '.join(missing)} (train it first)")
+    form = resolve_form("tfs", config.form, config.extensions)
+    paths, types = config.answer_chain.build(form)
     examples = _examples(config.data, split, limit)
     kb = _open_kb(config.kb)
     try:
@@ -306,6 +322,9 @@ def run_pipeline(
             linkers=linkers,
             candidates_per_mention=link.candidates_per_mention,
             max_readings=link.max_readings,
+            paths=paths,
+            types=types,
+            form=form,
             **asdict(config.decoding),
         )
         try:
@@ -324,6 +343,7 @@ def run_pipeline(
         "metrics": metrics,
         "linking": config.linking.mode,
         "linkers": list(dict.fromkeys(config.linking.linkers)),
+        **form.record(),
         "out": str(target),
         "questions": len(report.rows),
     }

@@ -14,6 +14,14 @@ Per question, in order (each strategy can be switched off — the paper's w/o S1
 3. **S3** — the model writes the answer names; each is mapped to KB ids by exact name when
    possible (:func:`~kbqa_lit.pipelines.selection.execution_guided.fallback_answers`), else kept as text.
 
+That is the paper's method (the ``paper`` form). Two named extensions of ours
+(:mod:`kbqa_lit.pipelines.selection.forms`) act through the shared answer chain: ``path_fallback``
+— a ``paths`` step before S3: the linked entities' KB paths ranked by a sentence encoder
+(:mod:`kbqa_lit.pipelines.selection.path_fallback`) answer a question no logical form answered —
+and ``answer_type`` — an S1/S2 answer of another kind than the question names gives way to the
+next reading, else KB path, of that kind (:mod:`kbqa_lit.pipelines.selection.type_guard`). Rows
+name the form and the extensions.
+
 A *chain* of several members (e.g. a 13B model first, then a 7B one) tries each strategy with
 every member before the next strategy (``order="strategy"``) or runs every strategy of a member
 before the next member (``order="member"``). Every row records which strategy and member
@@ -51,7 +59,11 @@ from kbqa_lit.kb.lf.denormalize import denormalize_all, invert_labels
 from kbqa_lit.kb.store import KnowledgeBase
 from kbqa_lit.metrics.functional import score_question
 from kbqa_lit.metrics.lf_match import logical_form_em
+from kbqa_lit.pipelines.selection.chain import AnswerChain
 from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector, KBNameLookup, fallback_answers
+from kbqa_lit.pipelines.selection.forms import Form
+from kbqa_lit.pipelines.selection.path_fallback import PathFallback
+from kbqa_lit.pipelines.selection.type_guard import TypeGuard
 from kbqa_lit.pipelines.tfs.linkers import MentionLinker, NameLinker, merge_links
 from kbqa_lit.pipelines.tfs.members import (
     LEGACY_FORMAT,
@@ -64,6 +76,8 @@ from kbqa_lit.pipelines.tfs.members import (
 log = logging.getLogger(__name__)
 
 STRATEGIES: tuple[str, ...] = ("s1", "s2", "s3")
+#: The ``path_fallback`` extension's step (before S3) and the name its attempts carry as their member.
+PATHS, KB_MEMBER = "paths", "kb"
 _SPAN_RE = re.compile(r"\[\s*(.*?)\s*\](?=\s|$|\)|\[)")
 _SCHEMA_SEP_RE = re.compile(r"\s,\s")
 
@@ -105,6 +119,8 @@ class QuestionResult:
     hit1: float = 0.0
     hit1_any: float = 0.0
     em: float | None = None
+    form: str = "paper"
+    extensions: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
@@ -158,6 +174,9 @@ class TFSFallbackPipeline:
         name_to_ids: Exact name → ids for S3 answers (default: a :class:`KBNameLookup` on ``kb``).
         count_zero_is_executable: Whether a ``COUNT`` of 0 counts as executed.
         workers: Queries in flight at once.
+        paths: The ``path_fallback`` extension's KB-path ranking (``None``: off).
+        types: The ``answer_type`` extension's check (``None``: off).
+        form: The form rows record (default: the paper's, or what ``paths``/``types`` make it).
     """
 
     def __init__(
@@ -183,6 +202,9 @@ class TFSFallbackPipeline:
         name_to_ids: Mapping[str, Sequence[str]] | None = None,
         count_zero_is_executable: bool = False,
         workers: int = 1,
+        paths: PathFallback | None = None,
+        types: TypeGuard | None = None,
+        form: Form | None = None,
     ) -> None:
         if not members:
             raise ValueError("the chain needs at least one member")
@@ -203,14 +225,25 @@ class TFSFallbackPipeline:
         self.max_readings = max_readings
         self.name_to_ids = name_to_ids if name_to_ids is not None else KBNameLookup(kb)
         self.selector = ExecutionGuidedSelector(kb, workers=workers, count_zero_is_executable=count_zero_is_executable)
+        self.paths, self.types = paths, types
+        on = [name for name, step in (("path_fallback", paths), ("answer_type", types)) if step is not None]
+        self.form = form or Form("tfs", tuple(on))
 
     def steps(self) -> list[tuple[str, ChainMember]]:
-        """The (strategy, member) tries in order (members lacking a strategy's tasks are skipped)."""
+        """The (strategy, member) tries in order (members lacking a strategy's tasks are skipped).
+
+        With the ``path_fallback`` extension, its ``paths`` step comes before the first S3 try
+        (last when there is none).
+        """
         if self.order == "strategy":
             pairs = [(s, m) for s in self.strategies for m in self.members]
         else:
             pairs = [(s, m) for m in self.members for s in self.strategies]
-        return [(s, m) for s, m in pairs if m.has(s)]
+        found = [(s, m) for s, m in pairs if m.has(s)]
+        if self.paths is not None:
+            at = next((i for i, (s, _) in enumerate(found) if s == "s3"), len(found))
+            found.insert(at, (PATHS, self.members[0]))
+        return found
 
     # ------------------------------------------------------------------ linking and execution
 
@@ -235,13 +268,36 @@ class TFSFallbackPipeline:
             readings.extend(found)
             origin.extend([i] * len(found))
         sel = self.selector.select(readings, semantics=ex.semantics, label_to_ids=label_to_ids, candidates=candidates)
+        if self.types is not None and sel.executable:
+            sel = self.types.after(
+                self.selector, sel, readings, question=ex.question, linked=self._linked(ex), semantics=ex.semantics,
+                label_to_ids=label_to_ids,
+            )  # fmt: skip
         return sel, None if sel.chosen_beam is None else origin[sel.chosen_beam]
+
+    def _linked(self, ex: KBQAExample) -> dict[str, str]:
+        """The entities inference may see (id → label), whose KB paths the extensions read."""
+        return inference_view(ex, self.linking).entity_labels()
+
+    def _paths(self, examples: list[KBQAExample]) -> list[dict[str, Any]]:
+        """The ``path_fallback`` step: the linked entities' best-ranked KB path that executes."""
+        chain = AnswerChain(self.selector, self.paths, self.types)
+        outcomes = []
+        for ex in examples:
+            linked = self._linked(ex)
+            sel = chain.select([], question=ex.question, linked=linked, semantics=ex.semantics,
+                               label_to_ids=invert_labels(linked))  # fmt: skip
+            attempt = Attempt(PATHS, KB_MEMBER, [], sel.executable, None, [], sel.errors[:10])
+            outcomes.append({"attempt": attempt, "selection": sel, "answers": list(sel.answers)})
+        return outcomes
 
     # ------------------------------------------------------------------ strategies
 
     def _try(self, strategy: str, member: ChainMember, examples: list[KBQAExample]) -> list[dict[str, Any]]:
         """Run one strategy of one member on pending questions; one outcome dict per question."""
         questions = [ex.question for ex in examples]
+        if strategy == PATHS:
+            return self._paths(examples)
         if strategy == "s3":
             texts = member.run("s3", questions, 1, self.answer_max_new_tokens)
             outcomes = []
@@ -292,6 +348,8 @@ class TFSFallbackPipeline:
             question=ex.question,
             strategy=attempt.strategy if attempt else None,
             member=attempt.member if attempt else None,
+            form=self.form.name,
+            extensions=list(self.form.extensions),
             answers=list((win or {}).get("answers") or []),
             executable=bool(sel is not None and sel.executable),
             sexpr=sel.chosen_sexpr if sel is not None else None,
@@ -354,7 +412,8 @@ def fallback_metrics(rows: Sequence[QuestionResult], members: Sequence[str] = ()
     if measured:
         metrics["em"] = sum(measured) / len(measured)
     metrics["n"] = float(n)
-    for strategy in (*STRATEGIES, None):
+    used = (*STRATEGIES, PATHS) if any(r.strategy == PATHS for r in rows) else STRATEGIES
+    for strategy in (*used, None):
         metrics[f"share/{strategy or 'none'}"] = sum(r.strategy == strategy for r in rows) / denom
     for name in members:
         metrics[f"share/member/{name}"] = sum(r.member == name for r in rows) / denom

@@ -3,7 +3,8 @@
 The models write entities as *mentions* (``[ john f. kennedy ]``); before a logical form can run,
 each mention needs KB ids. A *linker* maps the mentions of one question to scored candidates, and
 :func:`merge_links` merges several linkers per mention (in the order the config lists them, each
-contributing at most ``top_k`` ids; an id found twice keeps its first place). The linkers:
+contributing at most ``top_k`` ids; an id found twice keeps its first place). The ``kb`` linkers
+are a stand-in for the paper's entity linker; ``file`` merges a trained linker's results. The linkers:
 
 - :class:`NameLinker` (``kb``, ``kb_match: exact``): ids whose name is exactly the mention (any
   ``Mapping`` name → ids; in the pipeline a :class:`~kbqa_lit.pipelines.selection.execution_guided.KBNameLookup`

@@ -1,4 +1,4 @@
-"""Composer rows: gold components plus seeded distractors at training, meta["fc"] at inference."""
+"""Composer rows: the paper's format; training on meta["fc"] or gold plus distractors; meta["fc"] at inference."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from kbqa_lit.data.fc.composer_examples import (
     DistractorPool,
     components_meta,
     composer_row,
+    detected_training_components,
     item_words,
     predicted_components,
     training_components,
@@ -102,3 +103,73 @@ def test_predicted_components_keep_the_extractor_scores() -> None:
     bad = {**components_meta(comp), "relation_scores": [2.5]}
     with pytest.raises(UserInputError, match="scores"):
         predicted_components(_ex("q", "q", "", {}, {FC_META: bad}))
+
+
+#: One question as ``kbqa fc detect`` writes it: pairs best first per kind, entities in linking order.
+DETECTION = Components(
+    [
+        Pair("class-relation", "film.film", "film.film.directed_by", 3.0),
+        Pair("class-relation", "film.film", "(R film.director.film)", 1.0),
+        Pair("relation-relation", "film.film.directed_by", "people.person.place_of_birth", 2.5),
+        Pair("relation-entity", "film.film.directed_by", "m.alpha", 2.0),
+    ],
+    {"m.alpha": "Alpha", "m.paris": "Paris"},
+    ["(JOIN (R <rel>) <entity>)", "(JOIN (R <rel>) (JOIN (R <rel>) <entity>))"],
+)
+
+
+def _detected(qid: str, question: str, sexpr: str, topics: dict[str, str]) -> KBQAExample:
+    return _ex(qid, question, sexpr, topics, {FC_META: components_meta(DETECTION)})
+
+
+def test_a_detection_reads_as_the_paper_writes_it() -> None:
+    """§4.5 ``query; [CL]c[REL]r; [REL]r1 [REL]r2; [ENT]e; [LF]l1; [LF]l2``, the default; ``entity-pairs`` is ours."""
+    ex = _detected("a", "who directed Alpha in Paris", "(JOIN (R film.film.directed_by) m.alpha)", {"m.alpha": "Alpha"})
+    found = predicted_components(ex)
+    assert found is not None
+    source, target = composer_row(ex, found)
+    assert source == (
+        "who directed [E0] in [E1]; [CL][ film , film ] [REL][ film , film , directed by ]; "
+        "[CL][ film , film ] [REL]( reverse [ film , director , film ] ); "
+        "[REL][ film , film , directed by ] [REL][ people , person , place of birth ]; "
+        "[ENT][E0]; [ENT][E1]; [LF](JOIN (R <rel>) <entity>); [LF](JOIN (R <rel>) (JOIN (R <rel>) <entity>))"
+    )
+    assert target == "( join ( reverse [ film , film , directed by ] ) [E0] )"
+    assert composer_row(ex, found, input_format="paper") == (source, target)
+    ours, _ = composer_row(ex, found, input_format="entity-pairs")
+    assert ours == (
+        "who directed [E0] in [E1]; [CL][ film , film ] [REL][ film , film , directed by ]; "
+        "[CL][ film , film ] [REL]( reverse [ film , director , film ] ); "
+        "[REL][ film , film , directed by ] [REL][ people , person , place of birth ]; "
+        "[REL][ film , film , directed by ] [ENT][E0]; [ENT][E1]; "
+        "[LF](JOIN (R <rel>) <entity>); [LF](JOIN (R <rel>) (JOIN (R <rel>) <entity>))"
+    )
+    plain, _ = composer_row(ex, found, mask_entities=False, use_skeletons=False, max_tokens=27)
+    assert plain == (  # the cut: class-relation pairs first (2 of them), then the 1-1 tie, class-relation first
+        "who directed Alpha in Paris; [REL][ film , film , directed by ] [REL][ people , person , place of birth ]; "
+        "[ENT]Alpha; [ENT]Paris"
+    )
+    with pytest.raises(UserInputError, match="input_format"):
+        composer_row(ex, found, input_format="pairs")
+
+
+def test_detected_training_components_are_what_inference_reads() -> None:
+    rows = [
+        _detected("a", "who directed Alpha", "(JOIN (R film.film.directed_by) m.alpha)", {"m.alpha": "Alpha"}),
+        _ex("b", "what genre is Beta", "(JOIN (R film.film.genre) m.beta)", {"m.beta": "Beta"},
+            {FC_META: components_meta(Components([], {"m.beta": "Beta"}, ["(JOIN <rel> <entity>)"]))}),
+    ]  # fmt: skip
+    got = detected_training_components(rows, "train.jsonl")
+    assert got == [predicted_components(ex) for ex in rows] and got[0].pairs == DETECTION.pairs  # same order and size
+    with pytest.raises(UserInputError, match=r"plain/train\.jsonl: training question 'c'.*kbqa fc detect"):
+        detected_training_components([*rows, _ex("c", "q", "", {})], "plain/train.jsonl")
+
+
+def test_target_slots_are_the_inputs() -> None:
+    """With detected entities the input numbers by, the target names the entity by the same slot."""
+    ex = _ex("a", "in Paris who directed Alpha", "(JOIN (R film.film.directed_by) m.alpha)", {"m.alpha": "Alpha"})
+    source, target = composer_row(ex, DETECTION, use_skeletons=False)
+    assert source.startswith("in [E0] who directed [E1];") and "[ENT][E1]; [ENT][E0]" in source
+    assert target == "( join ( reverse [ film , film , directed by ] ) [E1] )"  # Alpha is [E1] in the input
+    missed = Components([], {"m.paris": "Paris"}, [])
+    assert composer_row(ex, missed)[1] == "( join ( reverse [ film , film , directed by ] ) [ Alpha ] )"

@@ -35,11 +35,13 @@ def test_synthetic_pipeline_quick_run(tmp_path: Path, monkeypatch: pytest.Monkey
         assert set(meta["entity_relations"]) == set(meta["entity_candidates"])
         assert "refined_relations" in meta and "refined_entities" in meta and isinstance(meta["patterns"], list)
     # the test step wrote its execution-guided predictions
-    preds = list((work / "generator").rglob("test_predictions*.jsonl"))
-    assert preds and preds[0].read_text().strip()
+    for form in ("paper", "extended"):  # one test run per form, its rows naming it
+        preds = list((work / "generator" / "logs" / f"test_{form}").rglob("test_predictions*.jsonl"))
+        assert preds and preds[0].read_text().strip(), form
+        assert {json.loads(line)["form"] for line in preds[0].read_text().splitlines()} == {form}
 
     # resuming: every step with outputs is done; only the output-less test step would run again
     assert main([*args, "--dry-run"]) == 0
     dry = json.loads(capfd.readouterr().out.strip().splitlines()[-1])
-    assert [c["step"] for c in dry["commands"] if not c["done"]] == ["answers"]
+    assert [c["step"] for c in dry["commands"] if not c["done"]] == ["answers", "answers"]
     assert not (tmp_path / "outputs").exists()  # everything went to ${work}

@@ -22,6 +22,8 @@ from kbqa_lit.pipelines.fc.build import _module_class, resolve_config
 from tests.helpers.tiny import TINY_BERT, TINY_T5
 
 CONFIG = Path(__file__).resolve().parents[3] / "configs" / "fc" / "detect.yaml"
+#: Our extended pairs and pruning (the filling path's detection): detect.yaml otherwise.
+EXTENDED = CONFIG.with_name("detect_extended.yaml")
 
 
 def _checkpoint(model: L.LightningModule, dm: L.LightningDataModule, path: Path) -> str:
@@ -34,7 +36,16 @@ def _checkpoint(model: L.LightningModule, dm: L.LightningDataModule, path: Path)
 
 def test_the_shipped_config_resolves_and_typos_are_errors():
     cfg = resolve_config(yaml.safe_load(CONFIG.read_text()), {"kb.store": "elsewhere", "files": ["q.jsonl"]})
-    assert cfg["kb"]["store"] == "elsewhere" and cfg["files"] == ["q.jsonl"] and cfg["pairs"]["type_match"] == "kb"
+    assert cfg["kb"]["store"] == "elsewhere" and cfg["files"] == ["q.jsonl"]
+    # the paper's pairs and pruning in detect.yaml, ours in detect_extended.yaml; every other setting the same
+    assert (cfg["pairs"], cfg["linking"]["on_empty"]) == ({"type_match": "exact", "reverse_hops": False}, "drop")
+    paper, ours = (resolve_config(yaml.safe_load(path.read_text())) for path in (CONFIG, EXTENDED))
+    assert (ours["pairs"], ours["linking"]["on_empty"]) == ({"type_match": "kb", "reverse_hops": True}, "keep")
+
+    def rest(c: dict) -> dict:
+        return {**c, "pairs": None, "out_dir": None, "linking": {**c["linking"], "on_empty": None}}
+
+    assert rest(paper) == rest(ours) and paper["out_dir"] != ours["out_dir"]
     with pytest.raises(UserInputError, match="unknown"):
         resolve_config({"linking": {"prune_all": True}})
     with pytest.raises(UserInputError, match="unknown"):
@@ -65,7 +76,10 @@ def test_detect_writes_meta_fc_from_checkpoints(tmp_path, capsys):
         "relation_extractor": ckpts["relation"],
         "class_extractor": ckpts["class"],
         "skeleton.checkpoint": ckpts["skeleton"],
-        "detection.top_k": 5,
+        # top_k = recall_size: the kept relations are BM25's, whatever the untrained extractor's (near-tied) scores
+        # say; the paper's pairs (exact types, forward hops, drop) can otherwise be none for 4 questions
+        "detection.recall_size": 10,
+        "detection.top_k": 10,
         "skeleton.beams": 2,
         "skeleton.max_new_tokens": 16,
     }

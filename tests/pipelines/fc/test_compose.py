@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from kbqa_lit.callbacks.execution_eval import ExecutionGuidedEval
-from kbqa_lit.data.fc.composer_examples import FC_META, predicted_components
-from kbqa_lit.data.schema import read_jsonl, write_jsonl
+from kbqa_lit.data.fc.composer_examples import FC_META, Components, predicted_components
+from kbqa_lit.data.fc.composer_inputs import Pair
+from kbqa_lit.data.schema import KBQAExample, read_jsonl, write_jsonl
 from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.datamodules.fc.composer import ComposerDataModule
 from kbqa_lit.datamodules.fc.extractors import ExtractorDataModule
@@ -29,6 +30,9 @@ from kbqa_lit.pipelines.fc.linking import FCEntityLinker, IndexMentionLinker
 from kbqa_lit.pipelines.fc.pairs import PairBuilder
 from tests.helpers.no_gold import strip_gold
 from tests.helpers.tiny import TINY_BERT, TINY_T5
+
+#: The composer rows these tests were written with (ours): the world's plain training file, gold plus distractors.
+OURS = {"input_format": "entity-pairs", "train_components": "gold+distractors"}
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +57,7 @@ def parts(tmp_path_factory):
     pairs = PairBuilder(rel_dm.ontology, store, type_match="kb")
     sk_dm = SkeletonParserDataModule(data_dir=str(world), vocab_size=300)
     parser = MultitaskGenerator(model_config=TINY_T5, tokenizer=sk_dm.tokenizer, alpha=0.0).eval()
-    co_dm = ComposerDataModule(data_dir=str(world), vocab_size=600, oracle="components")
+    co_dm = ComposerDataModule(data_dir=str(world), vocab_size=600, oracle="components", **OURS)
     composer = MultitaskGenerator(model_config=TINY_T5, tokenizer=co_dm.tokenizer, alpha=0.0).eval()
     stage = ComponentStage(detector, linker, pairs, parser, skeleton_beams=3, max_new_tokens=24)
     dev = list(read_jsonl(world / "dev.jsonl"))[:6]
@@ -72,7 +76,7 @@ def test_components_are_detected_without_gold_and_feed_the_composer_datamodule(p
     assert all(c is not None and c.pairs and 1 <= len(c.skeletons) <= 2 for c in found)
     assert any(c.entities for c in found)  # the KB's names link the mentions
     write_jsonl(annotated, parts["world"] / "dev_fc.jsonl")
-    dm = ComposerDataModule(data_dir=str(parts["world"]), val_file="dev_fc.jsonl", vocab_size=600)
+    dm = ComposerDataModule(data_dir=str(parts["world"]), val_file="dev_fc.jsonl", vocab_size=600, **OURS)
     rows = dm.row_texts("val")
     assert len(rows) == len(dev) and all("[LF]" in s for s, _ in rows)
 
@@ -94,7 +98,7 @@ def test_constrained_composition_and_the_first_executable_beam(parts):
                     for p in c.pairs
                     for x in (p.first, p.second)
                 }
-                grammar = pair_grammar(c, view_of(ex, c))
+                grammar = pair_grammar(c, view_of(ex, c), "trie")  # the stage's other settings: the paper's defaults
                 for b in bs:
                     assert grammar.accepts(b.split()) or not c.pairs, b  # with a pair, a complete expression exists
                     assert {m for m in re.findall(r"\[ ([^\]]*?) \]", b) if " , " in m} <= allowed, (b, c.pairs)
@@ -107,10 +111,32 @@ def test_constrained_composition_and_the_first_executable_beam(parts):
         ComposerStage(parts["composer"], constraint="tree")  # type: ignore[arg-type]
 
 
+def test_the_stage_and_its_grammar_take_the_papers_decoding_settings_by_default():
+    components = Components(
+        pairs=[
+            Pair("relation-relation", "a.b.c", "d.e.f", 1.0),
+            Pair("relation-relation", "d.e.f", "g.h.i", 1.0),
+            Pair("relation-entity", "g.h.i", "m.a", 1.0),
+        ],
+        entities={"m.a": "Alpha"},
+    )
+    view = view_of(KBQAExample("q", "what?"), components)
+    (paper,) = pair_grammar(components, view).rules[1:]
+    assert (paper.mode, paper.partners, paper.start_relations) == ("bag", "last", {"g , h , i"})
+    (ours,) = pair_grammar(components, view, "trie", 2, "any").rules[1:]
+    assert (ours.mode, ours.partners, ours.start_relations) == ("trie", "any", {"a , b , c", "d , e , f", "g , h , i"})
+    stage = ComposerStage(None)  # type: ignore[arg-type]
+    assert (stage.constraint, stage.chain_heads, stage.partners) == ("bag", 0, "last")
+    with pytest.raises(UserInputError, match="partners"):
+        ComposerStage(None, partners="first")  # type: ignore[arg-type]
+
+
 def test_the_callback_constrains_the_composer_with_the_datamodule_pair_rules(parts):
     """ExecutionGuidedEval(constrained="datamodule") asks ComposerDataModule.decoding_rules per question."""
     write_jsonl(parts["stage"].annotate(parts["dev"]), parts["world"] / "dev_cb.jsonl")
-    dm = ComposerDataModule(data_dir=str(parts["world"]), val_file="dev_cb.jsonl", vocab_size=600, eval_batch_size=6)
+    dm = ComposerDataModule(
+        data_dir=str(parts["world"]), val_file="dev_cb.jsonl", vocab_size=600, eval_batch_size=6, **OURS
+    )
     root = parts["root"]
     callback = ExecutionGuidedEval(store=str(root / "kb_cb"), build_from=[str(parts["world"] / "kb.nt")], num_beams=2,
                                    max_new_tokens=30, workers=1, stages=["validate"], constrained="datamodule",

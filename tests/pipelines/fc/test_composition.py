@@ -15,6 +15,7 @@ from kbqa_lit.data.fc.skeletons import lf_skeleton, mask_mentions, parser_exampl
 from kbqa_lit.data.schema import Answer, read_jsonl, write_jsonl
 from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.errors import UserInputError
+from kbqa_lit.kb.lf.normalize import normalize_sexpr
 from kbqa_lit.kb.lf.sexpr import schema_items
 from kbqa_lit.kb.store import open_store
 from kbqa_lit.kb.store.loaders import build_store
@@ -64,8 +65,9 @@ def test_compose_answers_from_meta_fc_only_and_names_its_sources(world, tmp_path
     detected = [_detected(ex, [lf_skeleton(ex.s_expression), "(COUNT (JOIN (R <rel>) <entity>))"]) for ex in rows]
     write_jsonl(detected, tmp_path / "full.jsonl")
     write_jsonl([strip_gold(ex) for ex in detected], tmp_path / "stripped.jsonl")
+    fill = "extensions=[fill_composition]"
     for name in ("full", "stripped"):
-        assert _compose(world, tmp_path / f"{name}.jsonl", tmp_path / f"{name}.out.jsonl") == 0
+        assert _compose(world, tmp_path / f"{name}.jsonl", tmp_path / f"{name}.out.jsonl", fill) == 0
         report = json.loads(capsys.readouterr().out)
         assert report["questions"] == 8 and report["source"] == {"fill": 8} and report["executable"] == 1.0
     full = [json.loads(line) for line in (tmp_path / "full.out.jsonl").read_text().splitlines()]
@@ -73,6 +75,7 @@ def test_compose_answers_from_meta_fc_only_and_names_its_sources(world, tmp_path
     assert full == stripped  # nothing but meta.fc and the question is read
     for ex, pred in zip(rows, full, strict=True):
         assert pred["s_expression"] == ex.s_expression and pred["skeleton"] == 0
+        assert pred["form"] == "extended" and pred["extensions"] == ["fill_composition"]
         assert sorted(pred["answers"]) == sorted(a.id for a in ex.answers)
 
     # generate+fill: an executable composer choice is kept, a failed one falls back to filling
@@ -81,21 +84,31 @@ def test_compose_answers_from_meta_fc_only_and_names_its_sources(world, tmp_path
     gen += [{"qid": ex.qid, "executable": False, "chosen_sexpr": None, "answers": []} for ex in rows[1:]]
     generated.write_text("".join(json.dumps(g) + "\n" for g in gen))
     out = tmp_path / "mixed.jsonl"
-    assert _compose(world, tmp_path / "stripped.jsonl", out, "composition=generate+fill", f"generated={generated}") == 0
+    mixed = ("composition=generate+fill", f"generated={generated}")
+    assert _compose(world, tmp_path / "stripped.jsonl", out, fill, *mixed) == 0
     assert json.loads(capsys.readouterr().out)["source"] == {"generate": 1, "fill": 7}
     first = json.loads(out.read_text().splitlines()[0])
     assert first["answers"] == ["m.y"] and first["composition"] == "generate"
 
     # clear errors: the composer's predictions are needed and must hold every question; meta.fc must be there
-    assert _compose(world, tmp_path / "stripped.jsonl", out, "composition=generate+fill") == 2
+    assert _compose(world, tmp_path / "stripped.jsonl", out, fill, "composition=generate+fill") == 2
+    assert "needs the composer's predictions" in capsys.readouterr().err
+    assert _compose(world, tmp_path / "stripped.jsonl", out) == 2  # the paper form: the composer's choice
     assert "needs the composer's predictions" in capsys.readouterr().err
     generated.write_text(json.dumps(gen[0]) + "\n")
-    assert _compose(world, tmp_path / "stripped.jsonl", out, "composition=fill+generate", f"generated={generated}") == 2
+    assert (
+        _compose(world, tmp_path / "stripped.jsonl", out, fill, "composition=fill+generate", f"generated={generated}")
+        == 2
+    )
     assert "not in the composer's predictions" in capsys.readouterr().err
     write_jsonl([strip_gold(ex) for ex in rows[:1]], tmp_path / "undetected.jsonl")
-    assert _compose(world, tmp_path / "undetected.jsonl", out) == 2
+    assert _compose(world, tmp_path / "undetected.jsonl", out, fill) == 2
     assert "kbqa fc detect" in capsys.readouterr().err
-    assert _compose(world, tmp_path / "stripped.jsonl", out, "fill.order=best") == 2
+    assert _compose(world, tmp_path / "stripped.jsonl", out, fill, "fill.order=best") == 2
+    assert _compose(world, tmp_path / "stripped.jsonl", out, "paths.fallback=true") == 2
+    assert "paths.fallback is now the 'path_fallback' extension" in capsys.readouterr().err
+    assert _compose(world, tmp_path / "stripped.jsonl", out, "extensions=[constrained_decoding]") == 2
+    assert "fc does not offer the extensions ['constrained_decoding']" in capsys.readouterr().err
 
 
 def test_neighbour_skeletons_vote_with_the_nearest_training_questions(world):
@@ -161,10 +174,9 @@ def test_the_path_fallback_answers_what_no_filling_executes(world, tmp_path, cap
         detected.append(dataclasses.replace(strip_gold(ex), meta={**ex.meta, FC_META: components_meta(comp)}))
     write_jsonl(detected, tmp_path / "detected.jsonl")
     off, on = tmp_path / "off.jsonl", tmp_path / "on.jsonl"
-    no_paths = ("paths.fallback=false", "paths.override_margin=null", "answer_type.check=false")
-    assert _compose(world, tmp_path / "detected.jsonl", off, *no_paths) == 0
+    assert _compose(world, tmp_path / "detected.jsonl", off, "extensions=[fill_composition]") == 0
     assert json.loads(capsys.readouterr().out)["source"] == {"none": 6}
-    assert _compose(world, tmp_path / "detected.jsonl", on) == 0  # compose.yaml's default: the fallback on
+    assert _compose(world, tmp_path / "detected.jsonl", on, "form=extended") == 0  # every extension
     assert json.loads(capsys.readouterr().out)["source"] == {"path": 6}
     preds = [json.loads(line) for line in on.read_text().splitlines()]
     right = 0
@@ -173,9 +185,6 @@ def test_the_path_fallback_answers_what_no_filling_executes(world, tmp_path, cap
         assert next(iter(ex.topic_entities)) in pred["s_expression"]
         right += sorted(pred["answers"]) == sorted(a.id for a in ex.answers)
     assert right >= 4, [(ex.question, p["s_expression"]) for ex, p in zip(rows, preds, strict=True)]
-    # an override margin without the fallback is a clear error
-    assert _compose(world, tmp_path / "detected.jsonl", off, "paths.fallback=false", "paths.override_margin=0.3") == 2
-    assert "paths.override_margin needs paths.fallback" in capsys.readouterr().err
 
 
 def test_the_answer_type_check_takes_the_filling_of_the_asked_kind(world, tmp_path, capsys):
@@ -186,11 +195,10 @@ def test_the_answer_type_check_takes_the_filling_of_the_asked_kind(world, tmp_pa
     write_jsonl(
         [strip_gold(_detected(ex, [one_hop, lf_skeleton(ex.s_expression)])) for ex in rows], tmp_path / "d.jsonl"
     )
-    no_paths = ("paths.fallback=false", "paths.override_margin=null")
     off, on = tmp_path / "off.jsonl", tmp_path / "on.jsonl"
-    assert _compose(world, tmp_path / "d.jsonl", off, *no_paths, "answer_type.check=false") == 0
+    assert _compose(world, tmp_path / "d.jsonl", off, "extensions=[fill_composition]") == 0
     assert "answer_type_changes" in json.loads(capsys.readouterr().out)
-    assert _compose(world, tmp_path / "d.jsonl", on, *no_paths) == 0  # compose.yaml's default: the check on
+    assert _compose(world, tmp_path / "d.jsonl", on, "extensions=[fill_composition,answer_type]") == 0
     assert json.loads(capsys.readouterr().out)["answer_type_changes"] == len(rows)
     for ex, before, after in zip(
         rows,
@@ -201,3 +209,35 @@ def test_the_answer_type_check_takes_the_filling_of_the_asked_kind(world, tmp_pa
         assert before["skeleton"] == 0 and "answer_type" not in before and before["answers"] != [ex.answers[0].id]
         assert after["answer_type"] and after["skeleton"] == 1 and after["composition"] == "fill"
         assert after["s_expression"] == ex.s_expression and after["answers"] == [a.id for a in ex.answers]
+
+
+def test_the_paper_form_answers_with_the_composers_choice_through_the_answer_chain(world, tmp_path, capsys):
+    """Paper: the composer's executed choice (then its other beams) only; path_fallback answers the rest."""
+    rows = [ex for ex in read_jsonl(world / "world" / "test.jsonl") if ex.s_expression.startswith("(JOIN (R ")]
+    rows = [ex for ex in rows if ex.s_expression.count("(JOIN") == 1][:4]
+    write_jsonl([strip_gold(_detected(ex, ["(JOIN (R <rel>) <entity>)"])) for ex in rows], tmp_path / "d.jsonl")
+    label = next(iter(rows[1].topic_entities.values()))
+    gen = [  # 0: the composer executed the gold form; 1: only a later stored beam executes; 2, 3: nothing does
+        {"qid": rows[0].qid, "executable": True, "chosen_sexpr": rows[0].s_expression, "beams": ["(JOIN x y)"]},
+        {"qid": rows[1].qid, "executable": False, "beams": ["(JOIN (R no.such) y)", _labelled(rows[1], label)]},
+        *({"qid": ex.qid, "executable": False, "beams": ["(JOIN (R no.such) y)"]} for ex in rows[2:]),
+    ]
+    generated = tmp_path / "generated.jsonl"
+    generated.write_text("".join(json.dumps(g) + "\n" for g in gen))
+    paper, paths = tmp_path / "paper.jsonl", tmp_path / "paths.jsonl"
+    assert _compose(world, tmp_path / "d.jsonl", paper, f"generated={generated}") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["form"] == "paper" and report["composition"] == "generate"
+    assert report["source"] == {"generate": 2, "none": 2}
+    preds = [json.loads(line) for line in paper.read_text().splitlines()]
+    assert all(p["form"] == "paper" and p["extensions"] == [] and p["fillings"] == 0 for p in preds)
+    for ex, pred in zip(rows[:2], preds[:2], strict=True):
+        assert sorted(pred["answers"]) == sorted(a.id for a in ex.answers)
+    assert _compose(world, tmp_path / "d.jsonl", paths, f"generated={generated}", "extensions=[path_fallback]") == 0
+    assert json.loads(capsys.readouterr().out)["source"] == {"generate": 2, "path": 2}
+    assert {json.loads(line)["form"] for line in paths.read_text().splitlines()} == {"extended"}
+
+
+def _labelled(ex, label: str) -> str:
+    """The gold one-hop form normalised with its entity's label (as the composer's beams are written)."""
+    return normalize_sexpr(ex.s_expression, {next(iter(ex.topic_entities)): label})

@@ -37,7 +37,8 @@ def test_training_chain_follows_its_question_and_kb_files(tmp_path: Path, capsys
     assert _value(commands["questions"].argv, "--input") == str(questions)
     assert commands["kb"].argv[-1] == str(kb_file) and _value(commands["kb"].argv, "--format") == "tsv"
     sets = _sets(commands["detect"].argv)
-    assert sets["files"] == f"[{work}/world/dev.jsonl,{work}/world/test.jsonl]" and sets["kb.store"] == f"{work}/kb"
+    splits = ",".join(f"{work}/world/{split}.jsonl" for split in ("train", "dev", "test"))
+    assert sets["files"] == f"[{splits}]" and sets["kb.store"] == f"{work}/kb"
     printed = _printed(commands["answers"].argv, capsys)
     data, callback = printed["data"]["init_args"], printed["trainer"]["callbacks"][-1]["init_args"]
     assert (data["data_dir"], data["test_file"]) == (f"{work}/world", f"{work}/detected/test.jsonl")
@@ -45,7 +46,14 @@ def test_training_chain_follows_its_question_and_kb_files(tmp_path: Path, capsys
     nb = _sets(commands["detect_neighbours"].argv)
     assert nb["kb.store"] == f"{work}/kb" and nb["skeleton.train_files"] == f"[{work}/world/train.jsonl]"
     fill = _sets(commands["fill"].argv)
-    assert (fill["file"], fill["kb.store"]) == (f"{work}/detected_nb/test.jsonl", f"{work}/kb")
+    assert (fill["file"], fill["kb.store"], fill["form"]) == (
+        f"{work}/detected_nb/test.jsonl",
+        f"{work}/kb",
+        "extended",
+    )
+    paper = _sets(commands["paper"].argv)  # the paper form: the composer's choice from the answers step
+    assert (paper["form"], paper["file"]) == ("paper", f"{work}/detected/test.jsonl")
+    assert paper["generated"] == f"{work}/composer/logs/test/test_predictions_epoch0.jsonl"
     assert _value(commands["scores"].argv, "--gold") == f"{work}/world/test_levels.jsonl"
 
 
@@ -61,7 +69,8 @@ def test_evaluation_chain_reads_trained_parts_and_its_own_files(
         "configs": str(CONFIGS),
     }
     commands = {c.step: c for c in load_pipeline(CONFIGS / "fc" / "pipeline_grailqa_eval.yaml", overrides).commands()}
-    assert list(commands) == ["questions", "kb", "detect", "answers", "detect_neighbours", "fill", "levels", "scores"]
+    steps = ["questions", "kb", "detect", "answers", "paper", "detect_neighbours", "fill", "levels", "scores"]
+    assert list(commands) == steps
     assert _value(commands["questions"].argv, "--input") == str(questions) and commands["kb"].argv[-1] == str(kb_file)
     sets = _sets(commands["detect"].argv)
     assert sets["kb.store"] == f"{work}/kb" and sets["relation_extractor"].startswith(str(parts))

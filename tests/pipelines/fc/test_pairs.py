@@ -137,7 +137,10 @@ def test_relation_entity_pairs_come_from_the_pruning_edges_and_need_an_entity_sl
     assert builder.build(CLASSES, RELATIONS, linked, skeletons=["(COUNT <class>)"]).relation_entity == []
     assert len(got.all) == len(got.class_relation) + len(got.relation_relation) + 4
 
-    text = composer_input("Where was Ada born?", got.all, ["m.ada"], ["(JOIN (R <rel>) <entity>)"], {"m.ada": "Ada"})
+    skeletons = ["(JOIN (R <rel>) <entity>)"]
+    text = composer_input(
+        "Where was Ada born?", got.all, ["m.ada"], skeletons, {"m.ada": "Ada"}, input_format="entity-pairs"
+    )
     assert text.startswith(f"Where was Ada born?; [CL]location.city [REL](R {POB}); ")
     assert f"; [REL]{POB} [REL]{CONT}; " in text and f"; [REL]{POB} [ENT]Ada; " in text
     assert text.endswith("; [LF](JOIN (R <rel>) <entity>)") and "; [ENT]Ada;" not in text

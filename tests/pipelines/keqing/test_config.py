@@ -19,6 +19,9 @@ def test_the_shipped_run_parses_with_its_backend_and_overrides():
     assert cfg.decomposer.backend.stop == [] and cfg.linking.mode == "dataset-given"
     assert (cfg.data.file, cfg.matching.top_k, cfg.kb.semantics) == ("other.jsonl", 5, "plain")
     assert cfg.reasoner.kind == "all" and cfg.retrieval.select == "first-nonempty"
+    assert cfg.reasoner.scope == "step"  # the paper's, with kind llm
+    paper = load_keqing_config(RUN_YAML, {"retrieval.select": "union", "reasoner.scope": "last"})
+    assert (paper.retrieval.select, paper.reasoner.scope) == ("union", "last")
 
 
 @pytest.mark.parametrize(
@@ -28,6 +31,8 @@ def test_the_shipped_run_parses_with_its_backend_and_overrides():
         ({"matching.top_kk": 3}, "top_kk"),
         ({"decomposer.backend": None}, "decomposer.backend is required"),
         ({"reasoner.kind": "llm"}, "needs reasoner.backend"),
+        ({"reasoner.scope": "every"}, "scope"),
+        ({"retrieval.select": "all"}, "select"),
     ],
 )
 def test_bad_values_name_the_file_and_the_field(overrides, message):

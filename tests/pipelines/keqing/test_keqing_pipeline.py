@@ -22,13 +22,16 @@ def test_synthetic_chain_quick_run(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert main(args) == 0
     lines = capfd.readouterr().out.strip().splitlines()
     summary = json.loads(lines[-1])
-    assert [s["step"] for s in summary["steps"]] == ["world", "kb", "templates", "decomposer", "merge", "answers"]
+    steps = ["world", "kb", "templates", "decomposer", "merge", "answers", "answers"]  # answers: paper, extended
+    assert [s["step"] for s in summary["steps"]] == steps
     assert all(s["status"] == "ran" for s in summary["steps"])
     figures = json.loads(lines[-2])  # what `kbqa keqing run` printed
     assert figures["questions"] == 8 and figures["oracle_inputs"] == []
     assert set(figures["stage_seconds"]) >= {"decomposition", "matching", "retrieval", "reasoning"}
-    rows = [json.loads(x) for x in (work / "test_predictions.jsonl").read_text().splitlines()]
-    assert len(rows) == 8
+    rows = [json.loads(x) for x in (work / "test_predictions_paper.jsonl").read_text().splitlines()]
+    assert len(rows) == 8 and {r["form"] for r in rows} == {"paper"}
+    extended = [json.loads(x) for x in (work / "test_predictions_extended.jsonl").read_text().splitlines()]
+    assert {(r["form"], tuple(r["extensions"])) for r in extended} == {("extended", ("path_fallback",))}
     # two training steps write no decomposition yet: every failure is recorded, none crashes the run
     assert all(r["failure"] in (None, "decomposition", "retrieval", "reasoning") for r in rows)
     assert all("raw" in r["decomposition"] and r["response"].startswith("Question: ") for r in rows)

@@ -1,4 +1,4 @@
-"""The fine-tuned reasoner's rows: the reasoning prompt over the gold chain's triples, gold names in context."""
+"""The fine-tuned reasoner's rows (context chain): the prompt over the gold chain's triples, gold names in context."""
 
 from __future__ import annotations
 
@@ -40,7 +40,8 @@ def test_rows_answer_in_the_context_and_parse_back(tmp_path: Path):
         ),
         KBQAExample("3", "how many", [], {}, f"(COUNT (JOIN {DIRECTED} m.d))"),
     ]
-    rows, skipped = reasoning_rows(examples, ChainExecutor(store, "plain"), NAMES.get, max_triples=5)
+    executor = ChainExecutor(store, "plain")
+    rows, skipped = reasoning_rows(examples, executor, NAMES.get, max_triples=5, context="chain")
     store.close()
     assert [r["qid"] for r in rows] == ["1"]
     assert skipped == {"no gold answer in the context": 1, "not a JOIN chain": 1}
@@ -63,3 +64,28 @@ def test_a_bad_rows_file_names_the_line(tmp_path: Path):
     (tmp_path / "rows.jsonl").write_text('{"prompt": "p", "response": "r"}\n{"prompt": 3}\n', encoding="utf-8")
     with pytest.raises(DataFormatError, match=r"rows.jsonl:2: expected an object"):
         read_prompt_rows(tmp_path / "rows.jsonl")
+
+
+def test_the_reasoning_data_command_writes_rows_of_the_context_asked_for(tmp_path: Path, capsys):
+    from kbqa_lit.cli import run_tools
+    from kbqa_lit.data.schema import write_jsonl
+
+    lines = [f"{fb_iri(s)} {fb_iri(DIRECTED)} {fb_iri('m.d')} .\n" for s in ("m.a", "m.b")]
+    lines += [f'{fb_iri(e)} {fb_iri("type.object.name")} "{n}"@en .\n' for e, n in NAMES.items()]
+    (tmp_path / "kb.nt").write_text("".join(lines), encoding="utf-8")
+    build_store(tmp_path / "kb", [tmp_path / "kb.nt"], "nt")
+    ex = KBQAExample(
+        "1", "what did [Michael Mann] direct", [Answer("m.a"), Answer("m.b")], {"m.d": "Michael Mann"},
+        f"(JOIN {DIRECTED} m.d)",
+    )  # fmt: skip
+    write_jsonl([ex], tmp_path / "train.jsonl")
+    argv = ["keqing", "reasoning-data", "--input", str(tmp_path / "train.jsonl"), "--store", str(tmp_path / "kb")]
+    argv += ["--semantics", "plain", "--out", str(tmp_path / "rows.jsonl")]
+    assert run_tools([*argv, "--context", "chain"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == 1
+    row = json.loads((tmp_path / "rows.jsonl").read_text())
+    assert "(Heat, directed by, Michael Mann)" in row["prompt"] and row["response"] == "Heat\nRonin"
+    assert run_tools(argv) == 2  # the paper's per-step rows need the decomposer's template bank
+    assert "bank" in capsys.readouterr().err
+    assert run_tools([*argv, "--templates", str(tmp_path / "none.json")]) == 2
+    assert "no such template bank" in capsys.readouterr().err

@@ -119,3 +119,19 @@ def test_a_served_llm_and_a_file_without_gold_fields_give_the_same_answers(world
     garbled_row = next(r for r in rows.values() if r["decomposition"]["raw"] == "I cannot decompose that")
     assert garbled_row["failure"] == "decomposition" and garbled_row["answers"] == []
     assert garbled_row["decomposition"]["error"] == "no JSON sub-question in the output"
+
+
+def test_the_path_fallback_extension_answers_only_what_the_chains_left_empty(world):
+    gold = {"decomposer.source": "gold", "decomposer.backend": None}
+    paper = records(run_keqing(config(world, "paper.jsonl", **gold))["out"])
+    ext = records(run_keqing(config(world, "ext.jsonl", **gold, extensions=["path_fallback"]))["out"])
+    assert {(r["form"], tuple(r["extensions"])) for r in paper.values()} == {("paper", ())}
+    assert {(r["form"], tuple(r["extensions"])) for r in ext.values()} == {("extended", ("path_fallback",))}
+    assert not any("path_fallback" in r for r in paper.values())
+    empty = [q for q, r in paper.items() if not r["answers"]]
+    assert empty, "the synthetic world has questions Keqing's chains cannot answer"
+    for qid, row in ext.items():
+        if paper[qid]["answers"]:  # answered by the chains: untouched
+            assert row["answers"] == paper[qid]["answers"] and row["path_fallback"] is None
+    filled = [q for q in empty if ext[q]["answers"]]
+    assert filled and all(ext[q]["path_fallback"].startswith("(") for q in filled)

@@ -239,7 +239,9 @@ def test_shipped_pipeline_config_fits_the_pipeline() -> None:
     from kbqa_lit.pipelines.tfs.fallback import STRATEGIES
 
     config = yaml.safe_load((Path(__file__).resolve().parents[3] / "configs" / "tfs" / "pipeline.yaml").read_text())
-    assert set(config) <= {"data", "kb", "strategies", "order", "members", "decoding", "linking", "out"}
+    keys = {"data", "kb", "strategies", "order", "members", "decoding", "linking", "out"}
+    assert set(config) <= keys | {"form", "extensions", "answer_chain"}
+    assert config["form"] == "paper" and config["extensions"] is None  # the paper's method by default
     assert set(config["strategies"]) <= set(STRATEGIES) and config["order"] in ("strategy", "member")
     accepted = set(inspect.signature(TFSFallbackPipeline.__init__).parameters)
     assert set(config["decoding"]) <= accepted

@@ -8,6 +8,7 @@ config, plus the prompt and the run settings::
       init_args: {base_url: http://127.0.0.1:8000/v1, model: meta-llama/Llama-2-7b-chat-hf}
     prompt:
       dataset: webqsp          # shipped cases; or cases_file: my_cases.txt
+      instruction_preset: paper  # paper (Fig. 3) | placeholders (ours: #k for unknown answers)
     batch_size: 32
     cache: outputs/decompose/cache.sqlite
     variant: full              # full | placeholders | no_answers | none

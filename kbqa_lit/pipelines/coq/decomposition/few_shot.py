@@ -16,6 +16,12 @@ A prompt is an instruction, the worked cases, then the question. In the paper's 
 stopped after its result line by :attr:`DecompositionPrompt.stop`, which the decomposition run
 hands to the backend unless the backend's config names its own stop strings.
 
+The instruction is a named preset (``instruction_preset``) or a text of your own
+(``instruction``). ``paper`` (the default) asks, as Fig. 3 does, for each sub-question's answer
+written out and used by the later sub-questions; ``placeholders`` (ours, the earlier default) also
+invites ``#1``, ``#2``, ... for unknown answers, which leads to placeholder sub-questions — the
+paper's weaker ablation, not its method.
+
 The cases of each dataset ship as ``kbqa_lit/pipelines/coq/decomposition/cases/<dataset>.txt`` (webqsp, cwq,
 grailqa, metaqa, pathquestion, synthetic), each written in its dataset's own words, with the
 schema's relations as natural-language phrases; a user may pass a file of their own. A case
@@ -47,7 +53,19 @@ from kbqa_lit.pipelines.coq.decomposition.parser import HEADER_TEMPLATE, parse_d
 #: Datasets with shipped cases.
 DATASETS = ("webqsp", "cwq", "grailqa", "metaqa", "pathquestion", "synthetic")
 
-DEFAULT_INSTRUCTION = (
+#: The paper's instruction (Fig. 3): each sub-question's answer is written out and later
+#: sub-questions use it by name, so every step is a semantically clear question of its own.
+PAPER_INSTRUCTION = (
+    "Decompose a complex question into simple sub-questions, one step at a time. For each step, say "
+    "what the sub-question is, what its answer is and which relation it asks about. Write each answer "
+    "out in full, and let a later sub-question that depends on an earlier one name that answer. Then "
+    "write the result on one line: each sub-question after [SUBQ] and its answer after [ANS], then "
+    "[SCHEMA], the entities of the question separated by [ENT], then [SEP] and the relations the "
+    "question needs, as short phrases, separated by [REL]."
+)
+#: Ours, kept as the ``placeholders`` preset: it invites ``#k`` for unknown answers, which leads to
+#: placeholder sub-questions (the paper's weaker ablation, not its method).
+PLACEHOLDER_INSTRUCTION = (
     "Decompose a complex question into simple sub-questions, one step at a time. For each step, say "
     "what the sub-question is, what its answer is and which relation it asks about; a later "
     "sub-question may use an earlier answer. When an answer is unknown, write #1, #2, ... for the "
@@ -55,6 +73,10 @@ DEFAULT_INSTRUCTION = (
     "its answer after [ANS], then [SCHEMA], the entities of the question separated by [ENT], then "
     "[SEP] and the relations the question needs, as short phrases, separated by [REL]."
 )
+#: The instruction presets, by name: ``paper`` (the default) and ``placeholders`` (ours).
+INSTRUCTIONS: dict[str, str] = {"paper": PAPER_INSTRUCTION, "placeholders": PLACEHOLDER_INSTRUCTION}
+DEFAULT_INSTRUCTION_PRESET = "paper"
+DEFAULT_INSTRUCTION = INSTRUCTIONS[DEFAULT_INSTRUCTION_PRESET]
 #: The prompt styles: the paper's worked cases, or the result lines only.
 STYLES = ("worked", "compact")
 #: Stop strings of each style: after the result line (a blank line ends a case) or the next header.
@@ -160,13 +182,22 @@ class DecompositionPrompt:
             synthetic); ignored when ``cases_file`` is given.
         cases_file: A case file of your own (``Question:``/``Decomposition:`` pairs separated
             by blank lines); overrides ``dataset``.
-        instruction: The instruction before the cases; ``None`` uses the default one.
+        instruction: The instruction before the cases, as text; ``None`` uses ``instruction_preset``
+            (a text given here wins over the preset; ``""``: no instruction).
         num_cases: How many cases of the file to use (``None``: all).
         style: ``worked`` (the paper: each case worked step by step, then the result line) or
             ``compact`` (the result lines only).
         stop: Stop strings handed to the backend (unless its config names its own); ``None``: the
             style's (``worked``: a blank line — the end of the result line's case — and the next
             header; ``compact``: the next header).
+        instruction_preset: A named instruction (:data:`INSTRUCTIONS`): ``paper`` (Fig. 3: answers
+            written out and used by later sub-questions) or ``placeholders`` (ours: ``#k`` for
+            unknown answers).
+
+    Raises:
+        UserInputError: For an unknown style, instruction preset or dataset, a missing case file,
+            a negative ``num_cases``, or the ``worked`` style with a case without worked lines.
+        DataFormatError: For a malformed case file (naming file and line).
     """
 
     def __init__(
@@ -177,14 +208,21 @@ class DecompositionPrompt:
         num_cases: int | None = None,
         style: Literal["worked", "compact"] = "worked",
         stop: list[str] | None = None,
+        instruction_preset: str = DEFAULT_INSTRUCTION_PRESET,
     ) -> None:
         if style not in STYLES:
             raise UserInputError(f"prompt style must be one of {', '.join(STYLES)}, got {style!r}")
+        if instruction_preset not in INSTRUCTIONS:
+            raise UserInputError(
+                f"unknown instruction preset {instruction_preset!r}; choose one of {', '.join(INSTRUCTIONS)} "
+                "(or give the text as prompt.instruction)"
+            )
         self.dataset = dataset
         self.cases_file = cases_file
         self.style = style
         self.stop = list(DEFAULT_STOPS[style] if stop is None else stop)
-        self.instruction = DEFAULT_INSTRUCTION if instruction is None else instruction
+        self.instruction_preset = instruction_preset
+        self.instruction = INSTRUCTIONS[instruction_preset] if instruction is None else instruction
         path = Path(cases_file) if cases_file else shipped_cases_path(dataset)
         cases = load_cases(path)
         if num_cases is not None:
@@ -221,7 +259,11 @@ class DecompositionPrompt:
 __all__ = [
     "DATASETS",
     "DEFAULT_INSTRUCTION",
+    "DEFAULT_INSTRUCTION_PRESET",
     "DEFAULT_STOPS",
+    "INSTRUCTIONS",
+    "PAPER_INSTRUCTION",
+    "PLACEHOLDER_INSTRUCTION",
     "STYLES",
     "Case",
     "DecompositionPrompt",

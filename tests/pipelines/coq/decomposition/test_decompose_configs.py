@@ -27,6 +27,7 @@ def test_every_config_parses_and_builds(path):
     assert job.variant == doc.get("variant", "full") and job.source == doc.get("source", "backend")
     assert job.batch_size == doc.get("batch_size", 16) and job.cache == doc.get("cache")
     assert job.prompt.dataset == doc["prompt"]["dataset"] and job.prompt.cases
+    assert job.prompt.instruction_preset == doc["prompt"].get("instruction_preset", "paper") == "paper"
     backend = doc.get("backend")
     if backend is None:
         assert job.backend is None
@@ -71,6 +72,7 @@ def test_overrides_win_over_the_file():
             "modle",
         ),
         ("prompt:\n  dataset: freebase\n", "freebase"),
+        ("prompt:\n  instruction_preset: hashes\n", "instruction preset 'hashes'"),
     ],
 )
 def test_bad_configs_are_user_errors(tmp_path, text, match):

@@ -1,0 +1,65 @@
+"""The FC chains train the composer on a detected training file, and its test step reads the same one."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kbqa_lit.lightning_cli import build_cli
+from kbqa_lit.runner.chain import load_pipeline
+
+CONFIGS = Path(__file__).resolve().parents[3] / "configs"
+
+
+def _data(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
+    args = [a for a in argv if a != "--ckpt_path" and not a.endswith("last.ckpt")]
+    with pytest.raises(SystemExit) as exc:
+        build_cli([*args, "--print_config"], run=True)
+    out = capsys.readouterr()
+    assert exc.value.code in (0, None), out.err[-2000:]
+    return yaml.safe_load(out.out[max(0, out.out.find("# lightning.pytorch==")) :])["data"]["init_args"]
+
+
+def _sets(argv: list[str]) -> dict[str, str]:
+    return dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "--set")
+
+
+def _train_file(data: dict) -> str:
+    """The training file as the datamodule finds it: a relative path under data_dir (the config's) first."""
+    return os.path.normpath(os.path.join(data["data_dir"], data["train_file"]))
+
+
+@pytest.mark.parametrize("name", ["pipeline_synthetic.yaml", "pipeline_grailqa.yaml"])
+def test_the_composer_trains_and_tests_on_the_detected_training_file(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    work = tmp_path / "work"
+    commands = {c.step: c for c in load_pipeline(CONFIGS / "fc" / name, {"work": str(work)}).commands()}
+    detect = commands["detect"]
+    assert _sets(detect.argv)["files"].startswith(f"[{work}/world/train.jsonl,")
+    assert _sets(detect.argv)["out_dir"] == f"{work}/detected"
+    assert work / "detected" / "train.jsonl" in detect.outputs  # an older run's dev/test-only detection reruns
+    fit = _data(commands["composer"].argv, capsys)
+    assert fit["train_file"] == f"{work}/detected/train.jsonl"
+    assert (fit["input_format"], fit["train_components"]) == ("paper", "detected")
+    test = _data(commands["answers"].argv, capsys)  # the BPE tokenizer is trained on the training rows again
+    assert _train_file(test) == f"{work}/detected/train.jsonl"
+
+
+def test_the_evaluation_chain_reads_the_trained_chains_detected_training_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parts = tmp_path / "parts"
+    pipe = load_pipeline(CONFIGS / "fc" / "pipeline_grailqa_eval.yaml", {"parts": str(parts), "work": str(tmp_path)})
+    answers = next(c for c in pipe.commands() if c.step == "answers")
+    assert _train_file(_data(answers.argv, capsys)) == f"{parts}/detected/train.jsonl"
+
+
+@pytest.mark.parametrize("name", ["composer.yaml", "composer_t5base.yaml"])
+def test_the_composer_configs_train_on_detection_beside_the_detected_dev_file(name: str) -> None:
+    data = yaml.safe_load((CONFIGS / "fc" / name).read_text())["data"]["init_args"]
+    assert (data["input_format"], data["train_components"]) == ("paper", "detected")
+    assert Path(_train_file(data)).parent == Path(data["val_file"]).parent

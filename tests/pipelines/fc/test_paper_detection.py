@@ -1,0 +1,119 @@
+"""``configs/fc/detect.yaml`` builds the paper's pairs and pruning; ``detect_extended.yaml`` ours, on a tiny real store.
+
+The paper (Zhang et al. 2023): a class–relation pair when the ontology's domain or range *is* the class,
+relation–relation pairs as forward connections, and an entity with no KB edge to a detected relation pruned. Ours:
+pairs by the KB's types and chains with backward hops, and a mention keeping its unpruned pick. Each object is built
+from the config's section as :func:`~kbqa_lit.pipelines.fc.build.build_component_stage` builds it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kbqa_lit.kb.lf.ontology import Ontology
+from kbqa_lit.kb.store import open_store
+from kbqa_lit.kb.store.loaders import build_store
+from kbqa_lit.pipelines.fc.build import resolve_config
+from kbqa_lit.pipelines.fc.linking import FCEntityLinker
+from kbqa_lit.pipelines.fc.pairs import PairBuilder
+from kbqa_lit.pipelines.fc.pruning import EntityMention, ScoredEntity
+
+CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "fc"
+NS = "http://rdf.freebase.com/ns/"
+POB, CONT, SPOUSE = "people.person.place_of_birth", "location.location.containedby", "people.person.spouse"
+NAT, DIRECTED = "people.person.nationality", "film.film.directed_by"
+ROLES = {
+    POB: ("people.person", "location.city"),
+    CONT: ("location.location", "location.location"),
+    SPOUSE: ("people.person", "people.person"),
+    NAT: ("people.person", "location.country"),
+    DIRECTED: ("film.film", "film.director"),
+}
+ONTO = Ontology(domains={r: d for r, (d, _) in ROLES.items()}, ranges={r: g for r, (_, g) in ROLES.items()})
+FACTS = [
+    ("m.ada", POB, "m.london"),
+    ("m.london", CONT, "m.uk"),
+    ("m.bob", SPOUSE, "m.ada"),
+    ("m.ada", NAT, "m.uk"),
+    ("m.film", DIRECTED, "m.ada"),
+    ("m.carl", POB, "m.london"),
+]
+TYPES = {
+    "m.ada": ["people.person", "film.director"],
+    "m.bob": ["people.person"],
+    "m.carl": ["people.person"],
+    "m.london": ["location.city", "location.location"],
+    "m.uk": ["location.country", "location.location"],
+    "m.film": ["film.film"],
+    "m.zed": ["people.person"],  # no edge at all
+}
+RELATIONS = [(POB, 3.0), (CONT, 2.0), (SPOUSE, 1.5), (NAT, 1.0), (DIRECTED, 0.5)]
+CLASSES = [("people.person", 1.0), ("film.director", 0.5)]
+
+
+class _Mentions:
+    """A mention linker with fixed candidates: Ada (edges to the relations) and Zed (none)."""
+
+    def mentions(self, question: str, qid: str | None = None) -> list[EntityMention]:
+        return [
+            EntityMention("Ada", (ScoredEntity("m.ada", 1.0, "Ada", 5),)),
+            EntityMention("Zed", (ScoredEntity("m.zed", 1.0, "Zed", 1),)),
+        ]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fc_paper_detection")
+    lines = [f"<{NS}{s}> <{NS}{p}> <{NS}{o}> .\n" for s, p, o in FACTS]
+    lines += [f"<{NS}{e}> <{NS}type.object.type> <{NS}{c}> .\n" for e, cs in TYPES.items() for c in cs]
+    (d / "kb.nt").write_text("".join(lines))
+    build_store(d / "kb", [d / "kb.nt"], "nt")
+    s = open_store(d / "kb")
+    yield s
+    s.close()
+
+
+def _config(name: str) -> dict:
+    return resolve_config(yaml.safe_load((CONFIGS / name).read_text()))
+
+
+def _linker(cfg: dict, store) -> FCEntityLinker:
+    link = cfg["linking"]
+    return FCEntityLinker(_Mentions(), store, None, int(link["top_k"]), bool(link["prune"]), link["on_empty"])
+
+
+def _pairs(cfg: dict, store) -> PairBuilder:
+    return PairBuilder(ONTO, store, cfg["pairs"]["type_match"], bool(cfg["pairs"]["reverse_hops"]))
+
+
+def test_an_entity_with_no_connected_relation_is_pruned_under_the_papers_settings(store):
+    relations = [r for r, _ in RELATIONS]
+    paper = _linker(_config("detect.yaml"), store).link("Who is Zed, and Ada?", relations)
+    assert [(e.id, e.pruned) for e in paper.entities] == [("m.ada", True)]  # Zed has no edge: dropped
+    ours = _linker(_config("detect_extended.yaml"), store).link("Who is Zed, and Ada?", relations)
+    assert [(e.id, e.pruned, e.relations) for e in ours.entities] == [
+        ("m.ada", True, (POB, SPOUSE, NAT, DIRECTED)),
+        ("m.zed", False, ()),  # ours: the unpruned pick stays
+    ]
+
+
+def test_the_papers_pairs_are_forward_and_typed_by_the_ontology(store):
+    paper, ours = _pairs(_config("detect.yaml"), store), _pairs(_config("detect_extended.yaml"), store)
+    rr_paper = {(p.first, p.second) for p in paper.relation_relation(RELATIONS)}
+    rr_ours = {(p.first, p.second) for p in ours.relation_relation(RELATIONS)}
+    assert rr_paper == {(SPOUSE, POB), (SPOUSE, NAT)}  # forward, range "is" the domain, confirmed on the KB
+    assert not any(a.startswith("(R ") or b.startswith("(R ") for a, b in rr_paper)
+    assert (f"(R {POB})", NAT) in rr_ours and (POB, CONT) in rr_ours  # ours: backward hops, the KB's types
+    cr_paper = {(p.first, p.second) for p in paper.class_relation(CLASSES, RELATIONS)}
+    cr_ours = {(p.first, p.second) for p in ours.class_relation(CLASSES, RELATIONS)}
+    assert cr_paper == {
+        ("people.person", POB),
+        ("people.person", SPOUSE),
+        ("people.person", f"(R {SPOUSE})"),
+        ("people.person", NAT),
+        ("film.director", f"(R {DIRECTED})"),
+    }
+    assert ("film.director", POB) in cr_ours  # a director born somewhere: the KB's types, not the ontology's
