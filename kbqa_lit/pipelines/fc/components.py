@@ -126,11 +126,19 @@ class ComponentStage:
             out.append(Detection(comp, m, d, link))
         return out
 
+    @property
+    def skeleton_source(self) -> str:
+        """Where the skeletons come from: ``neighbours`` (ours), ``parser`` (the paper's) or ``none``."""
+        if self.skeleton_parser is None:
+            return "none"
+        return "neighbours" if isinstance(self.skeleton_parser, NeighbourSkeletons) else "parser"
+
     def annotate(self, examples: Sequence[KBQAExample]) -> list[KBQAExample]:
-        """Copies of ``examples`` with ``meta["fc"]``: the components and the mentions."""
+        """Copies of ``examples`` with ``meta["fc"]``: the components, the mentions and the skeletons' source."""
+        extra = {"skeleton_source": self.skeleton_source}
         return [
             dataclasses.replace(
-                ex, meta={**ex.meta, FC_META: {**components_meta(d.components), "mentions": d.mentions}}
+                ex, meta={**ex.meta, FC_META: {**components_meta(d.components), "mentions": d.mentions, **extra}}
             )
             for ex, d in zip(examples, self.run(examples), strict=True)
         ]

@@ -18,8 +18,8 @@ so its answers are those of ``kbqa test``). The named extensions
   chosen answer is of another kind, the next candidate, else KB path, of that kind replaces it
   (:mod:`kbqa_lit.pipelines.selection.type_guard`); rows carry ``answer_type: true``;
 - ``neighbour_skeletons`` — the detected file's skeletons come from the nearest training questions
-  (``kbqa fc detect`` with ``skeleton.source: neighbours``); the detect step switches it on, this
-  step records it.
+  (``kbqa fc detect`` with ``skeleton.source: neighbours``); the detect step switches it on and writes
+  ``meta["fc"]["skeleton_source"]``, which decides what a row records whatever the form asked.
 
 Reads each question's ``meta["fc"]`` (what ``kbqa fc detect`` wrote) and its text (literals), never a
 gold field; a prediction row names its form and extensions and the source of its logical form
@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kbqa_lit.data.fc.composer_examples import Components, predicted_components
+from kbqa_lit.data.fc.composer_examples import FC_META, Components, predicted_components
 from kbqa_lit.data.fc.literals import detect_literals
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import UserInputError
@@ -181,7 +181,16 @@ class FillComposition:
         if comp is None:
             raise UserInputError(f"{ex.qid}: no meta['fc']; run `kbqa fc detect` on the file first")
         row = self._filled(ex, comp) if self.fill else self._composed(ex, comp)
-        return {**row, **self.form.record()}
+        return {**row, **self._recorded(ex).record()}
+
+    def _recorded(self, ex: KBQAExample) -> Form:
+        """The form a row records: ``neighbour_skeletons`` as the detect step wrote (``meta["fc"]``), else as asked."""
+        source = (ex.meta.get(FC_META) or {}).get("skeleton_source")
+        if source is None or (source == "neighbours") == self.form.on("neighbour_skeletons"):
+            return self.form
+        if source == "neighbours":
+            return self.form.with_extension("neighbour_skeletons")
+        return Form("fc", tuple(e for e in self.form.extensions if e != "neighbour_skeletons"))
 
     def _composed(self, ex: KBQAExample, comp: Components) -> dict[str, Any]:
         """The composer's choice through the answer chain: its executed choice, then its other beams."""

@@ -95,5 +95,6 @@ def test_detect_writes_meta_fc_from_checkpoints(tmp_path, capsys):
     rows = list(read_jsonl(out / "dev.jsonl"))
     assert len(rows) == 4 and all(predicted_components(ex) is not None for ex in rows)
     assert all("mentions" in ex.meta[FC_META] for ex in rows)
+    assert {ex.meta[FC_META]["skeleton_source"] for ex in rows} == {"parser"}  # what compose records
     assert run_tools([*argv, "--set", f"relation_extractor={tmp_path / 'missing.ckpt'}"]) == 2
     assert "no checkpoint file" in capsys.readouterr().err

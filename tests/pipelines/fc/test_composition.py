@@ -241,3 +241,25 @@ def test_the_paper_form_answers_with_the_composers_choice_through_the_answer_cha
 def _labelled(ex, label: str) -> str:
     """The gold one-hop form normalised with its entity's label (as the composer's beams are written)."""
     return normalize_sexpr(ex.s_expression, {next(iter(ex.topic_entities)): label})
+
+
+def test_rows_record_neighbour_skeletons_as_the_detect_step_wrote_them(world, tmp_path, capsys):
+    rows = [ex for ex in read_jsonl(world / "world" / "test.jsonl") if ex.s_expression.startswith("(JOIN (R ")][:2]
+    detected = []
+    for ex, source in zip(rows, ("neighbours", "parser"), strict=True):
+        d = strip_gold(_detected(ex, [lf_skeleton(ex.s_expression)]))
+        detected.append(
+            dataclasses.replace(d, meta={**d.meta, FC_META: {**d.meta[FC_META], "skeleton_source": source}})
+        )
+    write_jsonl(detected, tmp_path / "d.jsonl")
+    out = tmp_path / "out.jsonl"
+    assert _compose(world, tmp_path / "d.jsonl", out, "form=extended") == 0
+    capsys.readouterr()
+    neighbours, parser = (json.loads(line) for line in out.read_text().splitlines())
+    assert neighbours["extensions"] == ["neighbour_skeletons", "fill_composition", "path_fallback", "answer_type"]
+    assert parser["extensions"] == ["fill_composition", "path_fallback", "answer_type"]  # not what was asked
+    assert _compose(world, tmp_path / "d.jsonl", out, "extensions=[fill_composition]") == 0
+    capsys.readouterr()
+    neighbours, parser = (json.loads(line) for line in out.read_text().splitlines())
+    assert neighbours["extensions"] == ["neighbour_skeletons", "fill_composition"] and neighbours["form"] == "extended"
+    assert parser["extensions"] == ["fill_composition"]
