@@ -20,36 +20,14 @@ from kbqa_lit.pipelines.fc.build import resolve_config
 from kbqa_lit.pipelines.fc.linking import FCEntityLinker
 from kbqa_lit.pipelines.fc.pairs import PairBuilder
 from kbqa_lit.pipelines.fc.pruning import EntityMention, ScoredEntity
+from tests.pipelines.fc.test_pairs import CONT, DIRECTED, FACTS, NAT, NS, POB, SPOUSE, YEAR
+from tests.pipelines.fc.test_pairs import ROLES as PAIR_ROLES
+from tests.pipelines.fc.test_pairs import TYPES as PAIR_TYPES
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "fc"
-NS = "http://rdf.freebase.com/ns/"
-POB, CONT, SPOUSE = "people.person.place_of_birth", "location.location.containedby", "people.person.spouse"
-NAT, DIRECTED = "people.person.nationality", "film.film.directed_by"
-ROLES = {
-    POB: ("people.person", "location.city"),
-    CONT: ("location.location", "location.location"),
-    SPOUSE: ("people.person", "people.person"),
-    NAT: ("people.person", "location.country"),
-    DIRECTED: ("film.film", "film.director"),
-}
+ROLES = {r: roles for r, roles in PAIR_ROLES.items() if r != YEAR}
 ONTO = Ontology(domains={r: d for r, (d, _) in ROLES.items()}, ranges={r: g for r, (_, g) in ROLES.items()})
-FACTS = [
-    ("m.ada", POB, "m.london"),
-    ("m.london", CONT, "m.uk"),
-    ("m.bob", SPOUSE, "m.ada"),
-    ("m.ada", NAT, "m.uk"),
-    ("m.film", DIRECTED, "m.ada"),
-    ("m.carl", POB, "m.london"),
-]
-TYPES = {
-    "m.ada": ["people.person", "film.director"],
-    "m.bob": ["people.person"],
-    "m.carl": ["people.person"],
-    "m.london": ["location.city", "location.location"],
-    "m.uk": ["location.country", "location.location"],
-    "m.film": ["film.film"],
-    "m.zed": ["people.person"],  # no edge at all
-}
+TYPES = {**PAIR_TYPES, "m.zed": ["people.person"]}  # m.zed: no edge at all
 RELATIONS = [(POB, 3.0), (CONT, 2.0), (SPOUSE, 1.5), (NAT, 1.0), (DIRECTED, 0.5)]
 CLASSES = [("people.person", 1.0), ("film.director", 0.5)]
 

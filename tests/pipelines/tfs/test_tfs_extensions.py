@@ -14,13 +14,12 @@ import pytest
 from kbqa_lit.data.schema import Answer, KBQAExample
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.store import OxigraphStore
-from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.pipelines.selection.chain import ChainSettings
 from kbqa_lit.pipelines.selection.forms import resolve_form
 from kbqa_lit.pipelines.tfs.fallback import TFSFallbackPipeline
+from tests.helpers.triples_store import build_triples_store
 from tests.pipelines.tfs.test_tfs_fallback import BIRTH, member
 
-NS = "http://rdf.freebase.com/ns/"
 BORN, COUNTRY = "Where was Alan Turing born?", "Which country was Alan Turing born in?"
 TRIPLES = [
     ("m.alan", "people.person.place_of_birth", "m.paris"),
@@ -34,12 +33,8 @@ NAMES = {"m.alan": "Alan Turing", "m.paris": "Paris", "m.france": "France"}
 
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OxigraphStore]:
-    root = tmp_path_factory.mktemp("tfs_ext_kb")
-    lines = [f"<{NS}{s}> <{NS}{p}> <{NS}{o}> ." for s, p, o in TRIPLES]
-    lines += [f'<{NS}{e}> <{NS}type.object.name> "{n}"@en .' for e, n in NAMES.items()]
-    (root / "kb.nt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    build_store(root / "store", [root / "kb.nt"], "nt")
-    store = OxigraphStore(root / "store", isolation="thread")
+    path = build_triples_store(tmp_path_factory.mktemp("tfs_ext_kb"), TRIPLES, NAMES)
+    store = OxigraphStore(path, isolation="thread")
     yield store
     store.close()
 

@@ -12,10 +12,9 @@ from kbqa_lit.data.schema import Answer, KBQAExample
 from kbqa_lit.data.tfs.prompts import s2_lf_input
 from kbqa_lit.datamodules.tfs.instruction_batches import InstructionEncoder
 from kbqa_lit.kb.store import OxigraphStore
-from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.pipelines.tfs.fallback import ChainMember, TFSFallbackPipeline, fallback_metrics, mentions_in
+from tests.helpers.triples_store import build_triples_store
 
-NS = "http://rdf.freebase.com/ns/"
 NAMES = {
     "m.ada": "Ada Lovelace",
     "m.ada2": "Ada Lovelace",  # a namesake without a birthplace: linked first, executes to nothing
@@ -42,12 +41,8 @@ ITEMS2 = "[ location , location , containedby ] [ people , person , place of bir
 
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OxigraphStore]:
-    root = tmp_path_factory.mktemp("tfs_kb")
-    lines = [f"<{NS}{s}> <{NS}{p}> <{NS}{o}> ." for s, p, o in TRIPLES]
-    lines += [f'<{NS}{e}> <{NS}type.object.name> "{n}"@en .' for e, n in NAMES.items()]
-    (root / "kb.nt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    build_store(root / "store", [root / "kb.nt"], "nt")
-    store = OxigraphStore(root / "store", isolation="thread")
+    path = build_triples_store(tmp_path_factory.mktemp("tfs_kb"), TRIPLES, NAMES)
+    store = OxigraphStore(path, isolation="thread")
     yield store
     store.close()
 
