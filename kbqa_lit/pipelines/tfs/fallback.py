@@ -268,7 +268,7 @@ class TFSFallbackPipeline:
             readings.extend(found)
             origin.extend([i] * len(found))
         sel = self.selector.select(readings, semantics=ex.semantics, label_to_ids=label_to_ids, candidates=candidates)
-        if self.types is not None and sel.executable:
+        if self.types is not None and sel.executable:  # re-typing an S1/S2 answer; a question none answered: paths
             sel = self.types.after(
                 self.selector, sel, readings, question=ex.question, linked=self._linked(ex), semantics=ex.semantics,
                 label_to_ids=label_to_ids,
