@@ -36,11 +36,9 @@ def _open_kb(kb: dict[str, Any]) -> Any:
     Raises:
         UserInputError: Without ``kb.store``.
     """
-    from kbqa_lit.kb.store import StoreSpec
+    from kbqa_lit.pipelines.kb_config import KBConfig
 
-    if not kb["store"]:
-        raise UserInputError("the FC config needs kb.store")
-    return StoreSpec(kb["store"], kb["build_from"] or []).open()
+    return KBConfig.from_mapping(kb).open()
 
 
 def cmd_detect(args: argparse.Namespace) -> int:

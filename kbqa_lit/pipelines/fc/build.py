@@ -52,7 +52,7 @@ SKELETON_SOURCES = ("parser", "neighbours")
 DEFAULTS: dict[str, Any] = {
     "files": [],
     "out_dir": "outputs/fc/detected",
-    "kb": {"store": None, "build_from": []},
+    "kb": {"store": None, "build_from": [], "format": "nt", "timeout": 30.0},
     "ontology": None,
     "relation_extractor": None,
     "class_extractor": None,

@@ -53,7 +53,7 @@ MOVED_KEYS = {"paths.fallback": "path_fallback", "answer_type.check": "answer_ty
 COMPOSE_DEFAULTS: dict[str, Any] = {
     "file": None,
     "out": None,
-    "kb": {"store": None, "build_from": []},
+    "kb": {"store": None, "build_from": [], "format": "nt", "timeout": 30.0},
     "form": None,  # paper unless extensions are listed
     "extensions": None,
     "composition": "fill",

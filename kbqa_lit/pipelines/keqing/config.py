@@ -28,6 +28,7 @@ from jsonargparse import ArgumentParser
 from kbqa_lit.errors import KBQAError, UserInputError
 from kbqa_lit.llm.backends import DecompositionBackend
 from kbqa_lit.pipelines.config_files import read_config_mapping
+from kbqa_lit.pipelines.kb_config import KBConfig
 from kbqa_lit.pipelines.selection.chain import ChainSettings
 
 
@@ -42,26 +43,6 @@ class DataConfig:
 
     file: str
     limit: Optional[int] = None  # noqa: UP045  (jsonargparse resolves typing forms)
-
-
-@dataclass
-class KBConfig:
-    """The knowledge base.
-
-    Attributes:
-        store: An Oxigraph store folder or an http(s) SPARQL endpoint.
-        build_from: Triple files to build an embedded store from when it is missing.
-        format: Format of ``build_from`` for ``kbqa kb build`` (``nt``, ``metaqa``, ``pathquestion``...).
-        semantics: The dataset's answer semantics along a whole question's path: ``simple-path``
-            (no node repeats: MetaQA) or ``plain`` (nothing excluded: PathQuestion).
-        timeout: Seconds a query may run.
-    """
-
-    store: str
-    build_from: list[str] = field(default_factory=list)
-    format: str = "nt"
-    semantics: Literal["simple-path", "plain"] = "simple-path"
-    timeout: float = 30.0
 
 
 @dataclass

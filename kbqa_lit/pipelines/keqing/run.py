@@ -39,7 +39,7 @@ from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.index.entity_index import EntityIndex
 from kbqa_lit.kb.lf.denormalize import invert_labels
-from kbqa_lit.kb.store import StoreSpec, is_endpoint
+from kbqa_lit.kb.store import is_endpoint
 from kbqa_lit.llm.backends import DecompositionBackend
 from kbqa_lit.llm.response_cache import DecompositionCache
 from kbqa_lit.pipelines.keqing.config import KeqingConfig
@@ -144,8 +144,7 @@ class KeqingRun:
         return out + (["decomposition"] if self.config.decomposer.source == "gold" else [])
 
     def _open_store(self) -> Any:
-        kb = self.config.kb
-        return StoreSpec(kb.store, kb.build_from, kb.format, kb.timeout).open()
+        return self.config.kb.open()
 
     def label(self, eid: str) -> str | None:
         """An entity's name (the KB's name index when one is loaded)."""

@@ -35,6 +35,7 @@ from kbqa_lit.data.linking import ORACLE_PREFIX
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.pipelines.config_files import read_config_mapping
+from kbqa_lit.pipelines.kb_config import KBConfig
 from kbqa_lit.pipelines.selection.chain import ChainSettings
 
 log = logging.getLogger(__name__)
@@ -60,21 +61,6 @@ class DataConfig:
     split: str = "test"
     synthetic_seed: Optional[int] = None  # noqa: UP045
     synthetic_size: str = "small"
-
-
-@dataclass
-class KBConfig:
-    """The knowledge base.
-
-    Attributes:
-        store: An Oxigraph store folder or an http(s) SPARQL endpoint.
-        build_from: N-Triples file to build the store from when it is missing.
-        timeout: Seconds a query may run.
-    """
-
-    store: str
-    build_from: Optional[str] = None  # noqa: UP045
-    timeout: float = 10.0
 
 
 @dataclass
@@ -256,13 +242,6 @@ def _examples(data: DataConfig, split: str | None, limit: int | None) -> list[KB
     return examples[:limit] if limit is not None else examples
 
 
-def _open_kb(kb: KBConfig) -> Any:
-    from kbqa_lit.kb.store import StoreSpec
-
-    build_from = [kb.build_from] if kb.build_from is not None else []
-    return StoreSpec(kb.store, build_from, "nt", float(kb.timeout)).open()
-
-
 def run_pipeline(
     config: TFSPipelineConfig,
     split: str | None = None,
@@ -295,7 +274,7 @@ def run_pipeline(
     form = resolve_form("tfs", config.form, config.extensions)
     paths, types = config.answer_chain.build(form)
     examples = _examples(config.data, split, limit)
-    kb = _open_kb(config.kb)
+    kb = config.kb.open()
     try:
         linkers = build_linkers(config.linking, kb)
         members = [
