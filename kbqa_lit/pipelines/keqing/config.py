@@ -155,8 +155,8 @@ class KeqingConfig:
 
     Attributes:
         form: ``paper`` (the default) or ``extended`` (every extension Keqing offers:
-            ``path_fallback``, a question whose chains answer nothing is answered by its seed
-            entities' best-ranked KB path; :mod:`kbqa_lit.pipelines.selection.forms`).
+            ``path_fallback`` and ``answer_type``, read through the question's chains;
+            :mod:`kbqa_lit.pipelines.keqing.extensions`).
         extensions: A list instead of the form's preset.
         answer_chain: The extensions' settings (read only when they are on).
     """

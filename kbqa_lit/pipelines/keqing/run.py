@@ -38,12 +38,12 @@ from kbqa_lit.data.linking import IndexLinker, inference_view
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.index.entity_index import EntityIndex
-from kbqa_lit.kb.lf.denormalize import invert_labels
 from kbqa_lit.kb.store import is_endpoint
 from kbqa_lit.llm.backends import DecompositionBackend
 from kbqa_lit.llm.response_cache import DecompositionCache
 from kbqa_lit.pipelines.keqing.config import KeqingConfig
 from kbqa_lit.pipelines.keqing.execution import DecompositionExecutor, StepLog
+from kbqa_lit.pipelines.keqing.extensions import ExtensionOutcome, apply_extensions
 from kbqa_lit.pipelines.keqing.matching import TemplateMatcher
 from kbqa_lit.pipelines.keqing.reasoning import (
     AllCandidatesReasoner,
@@ -131,9 +131,9 @@ class KeqingRun:
         #: Seconds spent per stage so far (linking, decomposition, matching, retrieval, reasoning, response, scoring).
         self.seconds: dict[str, float] = {}
         self.form = resolve_form("keqing", config.form, config.extensions)
-        paths, _ = config.answer_chain.build(self.form)
-        self.selector = ExecutionGuidedSelector(self.store) if paths is not None else None
-        self.paths = AnswerChain(self.selector, paths) if self.selector is not None else None
+        paths, types = config.answer_chain.build(self.form)
+        on = paths is not None or types is not None
+        self.chain = AnswerChain(ExecutionGuidedSelector(self.store), paths, types) if on else None
         self.scorer = KeqingScorer(
             self.bank, executor, self.oracle_inputs(), config.decomposer.target, config.decomposer.seed_form
         )
@@ -213,24 +213,19 @@ class KeqingRun:
             return ReasoningResult([], None, final.error or "the last sub-question was not reasoned over")
         return ReasoningResult(list(final.outputs), final.reasoning.raw, final.reasoning.error)
 
-    def _path_fallback(self, views: Sequence[KBQAExample], results: list[ReasoningResult]) -> dict[str, str]:
-        """The ``path_fallback`` extension: a question left without answers gets its seeds' best KB path.
-
-        Replaces the empty results in place; returns the chosen path's S-expression by qid.
-        """
-        chosen: dict[str, str] = {}
-        if self.paths is None:
-            return chosen
-        for k, (view, result) in enumerate(zip(views, results, strict=True)):
-            if result.answers or not view.topic_entities:
-                continue
-            linked = dict(view.topic_entities)
-            sel = self.paths.select([], question=view.question, linked=linked, semantics=view.semantics,
-                                    label_to_ids=invert_labels(linked))  # fmt: skip
-            if sel.executable and sel.chosen_sexpr:
-                results[k] = ReasoningResult(list(sel.answers), result.raw, result.error)
-                chosen[view.qid] = sel.chosen_sexpr
-        return chosen
+    def _extensions(
+        self, views: Sequence[KBQAExample], steps: Sequence[Sequence[StepLog]], results: list[ReasoningResult]
+    ) -> dict[str, ExtensionOutcome]:
+        """The form's extensions (:mod:`kbqa_lit.pipelines.keqing.extensions`); replaces changed results in place."""
+        changed: dict[str, ExtensionOutcome] = {}
+        if self.chain is None:
+            return changed
+        for k, (view, s, result) in enumerate(zip(views, steps, results, strict=True)):
+            outcome = apply_extensions(self.chain, view, s, result.answers)
+            if outcome.by is not None:
+                results[k] = ReasoningResult(outcome.answers, result.raw, result.error)
+                changed[view.qid] = outcome
+        return changed
 
     def _tick(self, stage: str, since: float) -> float:
         now = time.perf_counter()
@@ -276,8 +271,8 @@ class KeqingRun:
                 self.label,
             )
         t = self._tick("reasoning", t)
-        fallback = self._path_fallback(views, results)
-        t = self._tick("path_fallback", t)
+        changed = self._extensions(views, steps, results)
+        t = self._tick("extensions", t)
         logs = [
             [ResponseStep(x.subquestion.text, tuple(x.chains), tuple(x.outputs), tuple(x.seeds)) for x in s]
             for s in steps
@@ -304,8 +299,9 @@ class KeqingRun:
                 "response": response,
                 **self.form.record(),
             }
-            if self.paths is not None:
-                record["path_fallback"] = fallback.get(ex.qid)
+            if self.chain is not None:
+                done = changed.get(ex.qid)
+                record["extension"] = None if done is None else {"by": done.by, "s_expression": done.s_expression}
             record.update(self.scorer.score(ex, d, s, r.answers))
             records.append(record)
         self._tick("scoring", t)

@@ -152,5 +152,39 @@ class AnswerChain:
             label_to_ids=label_to_ids,
         )  # fmt: skip
 
+    def after(
+        self,
+        sel: Selection,
+        candidates: Sequence[str],
+        *,
+        question: str,
+        linked: Mapping[str, str],
+        semantics: str,
+        label_to_ids: Mapping[str, Sequence[str]] | None = None,
+    ) -> Selection:
+        """The optional steps after a selection made elsewhere (Keqing's chains): the paths, then the type check.
+
+        Args:
+            sel: The selection so far (its ``chosen_sexpr`` is what the override and the type check read).
+            candidates: The ranked candidates it was chosen from (the type check's next choices).
+            question: The question text.
+            linked: Linked entity id → label.
+            semantics: The answer semantics of the dataset.
+            label_to_ids: Entity label → ids for candidates that name entities by label.
+
+        Returns:
+            ``sel``, or the path or candidate that replaced it (flagged as in :meth:`select`).
+        """
+        if self.paths is not None:
+            sel = self.paths.after(
+                self.selector, sel, candidates, question=question, linked=linked, semantics=semantics
+            )
+        if self.types is not None and not sel.fallback:
+            sel = self.types.after(
+                self.selector, sel, candidates, question=question, linked=linked, semantics=semantics,
+                label_to_ids=label_to_ids,
+            )  # fmt: skip
+        return sel
+
 
 __all__ = ["AnswerChain", "ChainSettings", "build_extensions"]

@@ -53,7 +53,7 @@ EXTENSIONS: dict[str, str] = {
 OFFERED: dict[str, tuple[str, ...]] = {
     "coq": ("constrained_decoding", "path_fallback", "answer_type"),
     "fc": ("neighbour_skeletons", "fill_composition", "path_fallback", "answer_type"),
-    "keqing": ("path_fallback",),
+    "keqing": ("path_fallback", "answer_type"),
     "tfs": ("path_fallback", "answer_type"),
 }
 

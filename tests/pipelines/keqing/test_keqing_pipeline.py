@@ -31,7 +31,7 @@ def test_synthetic_chain_quick_run(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     rows = [json.loads(x) for x in (work / "test_predictions_paper.jsonl").read_text().splitlines()]
     assert len(rows) == 8 and {r["form"] for r in rows} == {"paper"}
     extended = [json.loads(x) for x in (work / "test_predictions_extended.jsonl").read_text().splitlines()]
-    assert {(r["form"], tuple(r["extensions"])) for r in extended} == {("extended", ("path_fallback",))}
+    assert {(r["form"], tuple(r["extensions"])) for r in extended} == {("extended", ("path_fallback", "answer_type"))}
     # two training steps write no decomposition yet: every failure is recorded, none crashes the run
     assert all(r["failure"] in (None, "decomposition", "retrieval", "reasoning") for r in rows)
     assert all("raw" in r["decomposition"] and r["response"].startswith("Question: ") for r in rows)

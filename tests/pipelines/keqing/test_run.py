@@ -121,17 +121,27 @@ def test_a_served_llm_and_a_file_without_gold_fields_give_the_same_answers(world
     assert garbled_row["decomposition"]["error"] == "no JSON sub-question in the output"
 
 
-def test_the_path_fallback_extension_answers_only_what_the_chains_left_empty(world):
+def test_the_extensions_change_only_what_they_name_and_say_so(world):
     gold = {"decomposer.source": "gold", "decomposer.backend": None}
     paper = records(run_keqing(config(world, "paper.jsonl", **gold))["out"])
-    ext = records(run_keqing(config(world, "ext.jsonl", **gold, extensions=["path_fallback"]))["out"])
+    fallback = records(run_keqing(config(world, "fallback.jsonl", **gold, extensions=["path_fallback"]))["out"])
     assert {(r["form"], tuple(r["extensions"])) for r in paper.values()} == {("paper", ())}
-    assert {(r["form"], tuple(r["extensions"])) for r in ext.values()} == {("extended", ("path_fallback",))}
-    assert not any("path_fallback" in r for r in paper.values())
+    assert {(r["form"], tuple(r["extensions"])) for r in fallback.values()} == {("extended", ("path_fallback",))}
+    assert not any("extension" in r for r in paper.values())
     empty = [q for q, r in paper.items() if not r["answers"]]
     assert empty, "the synthetic world has questions Keqing's chains cannot answer"
-    for qid, row in ext.items():
-        if paper[qid]["answers"]:  # answered by the chains: untouched
-            assert row["answers"] == paper[qid]["answers"] and row["path_fallback"] is None
-    filled = [q for q in empty if ext[q]["answers"]]
-    assert filled and all(ext[q]["path_fallback"].startswith("(") for q in filled)
+    for qid, row in fallback.items():
+        if paper[qid]["answers"]:  # answered by the chains, no override margin: untouched
+            assert row["answers"] == paper[qid]["answers"] and row["extension"] is None
+    filled = [q for q in empty if fallback[q]["answers"]]
+    assert filled and all(fallback[q]["extension"]["by"] == "path_fallback" for q in filled)
+    assert all(fallback[q]["extension"]["s_expression"].startswith("(") for q in filled)
+    # the answer-type check on top: only answers it re-typed change, each naming the check
+    typed = records(run_keqing(config(world, "typed.jsonl", **gold, form="extended"))["out"])
+    for qid, row in typed.items():
+        done = row["extension"]
+        if done is None:
+            assert row["answers"] == paper[qid]["answers"]
+        else:
+            assert done["by"] in ("path_fallback", "answer_type")
+            assert done["by"] == "answer_type" or not paper[qid]["answers"]

@@ -54,7 +54,12 @@ def test_with_extension_keeps_the_order_and_is_idempotent() -> None:
         ("coq", "papr", None, "form must be one of paper, extended"),
         ("coq", None, ["path_falback"], "unknown extensions ['path_falback']"),
         ("coq", None, ["fill_composition"], "coq does not offer the extensions ['fill_composition']"),
-        ("keqing", None, ["answer_type"], "keqing does not offer the extensions ['answer_type'] (it offers: path"),
+        (
+            "keqing",
+            None,
+            ["fill_composition"],
+            "keqing does not offer the extensions ['fill_composition'] (it offers: path",
+        ),
         ("coq", "extended", [], "form: extended needs at least one extension"),
     ],
 )
