@@ -78,6 +78,8 @@ log = logging.getLogger(__name__)
 STRATEGIES: tuple[str, ...] = ("s1", "s2", "s3")
 #: The ``path_fallback`` extension's step (before S3) and the name its attempts carry as their member.
 PATHS, KB_MEMBER = "paths", "kb"
+#: Entities whose KB paths the extensions rank at most per question.
+MAX_LINKED = 5
 _SPAN_RE = re.compile(r"\[\s*(.*?)\s*\](?=\s|$|\)|\[)")
 _SCHEMA_SEP_RE = re.compile(r"\s,\s")
 
@@ -270,21 +272,33 @@ class TFSFallbackPipeline:
         sel = self.selector.select(readings, semantics=ex.semantics, label_to_ids=label_to_ids, candidates=candidates)
         if self.types is not None and sel.executable:  # re-typing an S1/S2 answer; a question none answered: paths
             sel = self.types.after(
-                self.selector, sel, readings, question=ex.question, linked=self._linked(ex), semantics=ex.semantics,
-                label_to_ids=label_to_ids,
+                self.selector, sel, readings, question=ex.question, linked=self._linked(ex, candidates),
+                semantics=ex.semantics, label_to_ids=label_to_ids,
             )  # fmt: skip
         return sel, None if sel.chosen_beam is None else origin[sel.chosen_beam]
 
-    def _linked(self, ex: KBQAExample) -> dict[str, str]:
-        """The entities inference may see (id → label), whose KB paths the extensions read."""
-        return inference_view(ex, self.linking).entity_labels()
+    def _linked(self, ex: KBQAExample, candidates: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
+        """The entities whose KB paths the extensions read (id → label), at most :data:`MAX_LINKED`.
 
-    def _paths(self, examples: list[KBQAExample]) -> list[dict[str, Any]]:
-        """The ``path_fallback`` step: the linked entities' best-ranked KB path that executes."""
+        The example's own (as ``linking`` allows), then the linkers' candidates for generated mentions.
+        """
+        linked = inference_view(ex, self.linking).entity_labels()
+        for eid, mention in candidates:
+            linked.setdefault(eid, mention)
+        return dict(list(linked.items())[:MAX_LINKED])
+
+    def _paths(self, examples: list[KBQAExample], tried: Sequence[Sequence[Attempt]]) -> list[dict[str, Any]]:
+        """The ``path_fallback`` step: the best-ranked KB path that executes.
+
+        Its entities: the example's own and those the earlier attempts' mentions link to (TFS links no
+        question text of its own).
+        """
         chain = AnswerChain(self.selector, self.paths, self.types)
         outcomes = []
-        for ex in examples:
-            linked = self._linked(ex)
+        for ex, attempts in zip(examples, tried, strict=True):
+            mentions = [m for a in attempts for b in a.beams for m in mentions_in(b)]
+            mentions += [m for a in attempts for it in a.items for m in parse_items(it)[1]]
+            linked = self._linked(ex, self._linking(ex, mentions)[1])
             sel = chain.select([], question=ex.question, linked=linked, semantics=ex.semantics,
                                label_to_ids=invert_labels(linked))  # fmt: skip
             attempt = Attempt(PATHS, KB_MEMBER, [], sel.executable, None, [], sel.errors[:10])
@@ -293,11 +307,13 @@ class TFSFallbackPipeline:
 
     # ------------------------------------------------------------------ strategies
 
-    def _try(self, strategy: str, member: ChainMember, examples: list[KBQAExample]) -> list[dict[str, Any]]:
-        """Run one strategy of one member on pending questions; one outcome dict per question."""
+    def _try(
+        self, strategy: str, member: ChainMember, examples: list[KBQAExample], tried: Sequence[Sequence[Attempt]] = ()
+    ) -> list[dict[str, Any]]:
+        """Run one strategy of one member on pending questions (``tried``: their attempts so far); one outcome each."""
         questions = [ex.question for ex in examples]
         if strategy == PATHS:
-            return self._paths(examples)
+            return self._paths(examples, tried or [[] for _ in examples])
         if strategy == "s3":
             texts = member.run("s3", questions, 1, self.answer_max_new_tokens)
             outcomes = []
@@ -376,7 +392,7 @@ class TFSFallbackPipeline:
             pending = [k for k, w in enumerate(wins) if w is None]
             if not pending:
                 break
-            outcomes = self._try(strategy, member, [examples[k] for k in pending])
+            outcomes = self._try(strategy, member, [examples[k] for k in pending], [attempts[k] for k in pending])
             for k, outcome in zip(pending, outcomes, strict=True):
                 attempts[k].append(outcome["attempt"])
                 if outcome["attempt"].answered:

@@ -95,3 +95,18 @@ def test_the_pipeline_config_takes_the_form_and_rejects_what_tfs_does_not_offer(
     assert resolve_form("tfs", config.form, config.extensions).extensions == ("path_fallback", "answer_type")
     with pytest.raises(UserInputError, match="tfs does not offer the extensions \\['fill_composition'\\]"):
         resolve_form("tfs", None, ["fill_composition"])
+
+
+def test_the_path_step_reads_the_entities_the_generated_mentions_link_to(kb) -> None:
+    """Predicted linking, no entity of the example's own: the mention of a failed S1 beam links the seed."""
+    ex = KBQAExample("born", BORN, [Answer("m.paris", "Paris")])
+    failed = "( join ( reverse [ people , person , nationality ] ) [ Alan Turing ] )"  # executes to nothing
+    m, _ = member("tiny", {("s1", BORN): [failed]})
+    form = resolve_form("tfs", None, ["path_fallback"])
+    paths, _ = ChainSettings().build(form)
+    pipe = TFSFallbackPipeline([m], kb, surface_index={"Alan Turing": ["m.alan"]}, paths=paths, form=form, s1_beams=1)
+    try:
+        row = pipe.run([ex]).rows[0]
+    finally:
+        pipe.close()
+    assert row.strategy == "paths" and row.answers == ["m.paris"] and "m.alan" in row.sexpr
