@@ -17,3 +17,14 @@ def build_triples_store(root: Path, triples: Iterable[tuple[str, str, str]], nam
     (root / "kb.nt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     build_store(root / "store", [root / "kb.nt"], "nt")
     return root / "store"
+
+
+def build_typed_store(
+    root: Path, facts: Iterable[tuple[str, str, str]], types: Mapping[str, Iterable[str]], name: str = "kb"
+) -> Path:
+    """Write ``root/kb.nt`` (the facts and ``type.object.type`` of each typed id) and build ``root/<name>``."""
+    lines = [f"<{NS}{s}> <{NS}{p}> <{NS}{o}> ." for s, p, o in facts]
+    lines += [f"<{NS}{e}> <{NS}type.object.type> <{NS}{c}> ." for e, cs in types.items() for c in cs]
+    (root / "kb.nt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    build_store(root / name, [root / "kb.nt"], "nt")
+    return root / name

@@ -8,19 +8,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kbqa_lit.lightning_cli import build_cli
 from kbqa_lit.runner.chain import load_pipeline
+from tests.pipelines.fc.test_grailqa_chain import _printed
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs"
 
 
 def _data(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
-    args = [a for a in argv if a != "--ckpt_path" and not a.endswith("last.ckpt")]
-    with pytest.raises(SystemExit) as exc:
-        build_cli([*args, "--print_config"], run=True)
-    out = capsys.readouterr()
-    assert exc.value.code in (0, None), out.err[-2000:]
-    return yaml.safe_load(out.out[max(0, out.out.find("# lightning.pytorch==")) :])["data"]["init_args"]
+    return _printed(argv, capsys)["data"]["init_args"]
 
 
 def _sets(argv: list[str]) -> dict[str, str]:

@@ -8,9 +8,9 @@ from kbqa_lit.data.fc.composer_inputs import composer_input
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.lf.ontology import Ontology
 from kbqa_lit.kb.store import open_store
-from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.pipelines.fc.pairs import PairBuilder
 from kbqa_lit.pipelines.fc.pruning import EntityMention, RelationAwarePruner, ScoredEntity
+from tests.helpers.triples_store import build_typed_store
 
 NS = "http://rdf.freebase.com/ns/"
 POB, CONT, SPOUSE = "people.person.place_of_birth", "location.location.containedby", "people.person.spouse"
@@ -50,12 +50,7 @@ CLASSES = [("film.film", 1.0), ("location.city", 0.5)]
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    d = tmp_path_factory.mktemp("fc_pairs")
-    lines = [f"<{NS}{s}> <{NS}{p}> <{NS}{o}> .\n" for s, p, o in FACTS]
-    lines += [f"<{NS}{e}> <{NS}type.object.type> <{NS}{c}> .\n" for e, cs in TYPES.items() for c in cs]
-    (d / "kb.nt").write_text("".join(lines))
-    build_store(d / "kb", [d / "kb.nt"], "nt")
-    s = open_store(d / "kb")
+    s = open_store(build_typed_store(tmp_path_factory.mktemp("fc_pairs"), FACTS, TYPES))
     yield s
     s.close()
 

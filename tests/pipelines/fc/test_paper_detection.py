@@ -15,12 +15,12 @@ import yaml
 
 from kbqa_lit.kb.lf.ontology import Ontology
 from kbqa_lit.kb.store import open_store
-from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.pipelines.fc.build import resolve_config
 from kbqa_lit.pipelines.fc.linking import FCEntityLinker
 from kbqa_lit.pipelines.fc.pairs import PairBuilder
 from kbqa_lit.pipelines.fc.pruning import EntityMention, ScoredEntity
-from tests.pipelines.fc.test_pairs import CONT, DIRECTED, FACTS, NAT, NS, POB, SPOUSE, YEAR
+from tests.helpers.triples_store import build_typed_store
+from tests.pipelines.fc.test_pairs import CONT, DIRECTED, FACTS, NAT, POB, SPOUSE, YEAR
 from tests.pipelines.fc.test_pairs import ROLES as PAIR_ROLES
 from tests.pipelines.fc.test_pairs import TYPES as PAIR_TYPES
 
@@ -44,12 +44,7 @@ class _Mentions:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    d = tmp_path_factory.mktemp("fc_paper_detection")
-    lines = [f"<{NS}{s}> <{NS}{p}> <{NS}{o}> .\n" for s, p, o in FACTS]
-    lines += [f"<{NS}{e}> <{NS}type.object.type> <{NS}{c}> .\n" for e, cs in TYPES.items() for c in cs]
-    (d / "kb.nt").write_text("".join(lines))
-    build_store(d / "kb", [d / "kb.nt"], "nt")
-    s = open_store(d / "kb")
+    s = open_store(build_typed_store(tmp_path_factory.mktemp("fc_paper_detection"), FACTS, TYPES))
     yield s
     s.close()
 
