@@ -34,6 +34,7 @@ TOOL_MODULES = (
     "compare_tool",
     "keqing_tool",
     "fc_tool",
+    "forms_tool",
 )
 
 
@@ -44,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "kbqa_lit: train and evaluate KBQA systems. Training: kbqa fit|validate|test|predict "
             "--config FILE.yaml (LightningCLI). Tools: kb, sexpr, data, eval, lora, decompose, retrieve, "
-            "pipeline, compare."
+            "pipeline, compare, extensions."
         ),
     )
     parser.add_argument("--version", action="version", version=f"kbqa_lit {__version__}")

@@ -15,7 +15,7 @@ from kbqa_lit.errors import UserInputError, find_kbqa_error
 def test_every_tool_command_is_registered() -> None:
     parser = cli.build_parser()
     commands = set(parser._subparsers._group_actions[0].choices)  # noqa: SLF001
-    expected = {"kb", "sexpr", "data", "eval", "lora", "decompose", "retrieve", "pipeline", "compare"}
+    expected = {"kb", "sexpr", "data", "eval", "lora", "decompose", "retrieve", "pipeline", "compare", "extensions"}
     assert expected | set(cli.LIGHTNING_SUBCOMMANDS) <= commands
 
 

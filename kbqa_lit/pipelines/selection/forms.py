@@ -159,12 +159,12 @@ def form_from_settings(system: str, settings: Mapping[str, Any]) -> Form:
 
 
 def describe() -> str:
-    """A table of the extensions, the systems that offer them and what they do (``kbqa`` prints it)."""
-    lines = []
-    for name, what in EXTENSIONS.items():
-        systems = ",".join(s for s in SYSTEMS if name in OFFERED[s]) or "-"
-        lines.append(f"{name:22s} {systems:10s} {what}")
-    return "\n".join(lines)
+    """A table of the extensions, the systems that offer them and what they do (``kbqa extensions`` prints it)."""
+    rows = [
+        (name, ",".join(s for s in SYSTEMS if name in OFFERED[s]) or "-", what) for name, what in EXTENSIONS.items()
+    ]
+    wide = max(len(systems) for _, systems, _ in rows)
+    return "\n".join(f"{name:22s} {systems:{wide}s} {what}" for name, systems, what in rows)
 
 
 __all__ = [

@@ -1,0 +1,24 @@
+"""``kbqa extensions``: the named extensions and each system's forms, as text and JSON."""
+
+from __future__ import annotations
+
+import json
+
+from kbqa_lit.cli import run_tools
+from kbqa_lit.pipelines.selection.forms import EXTENSIONS, OFFERED
+
+
+def test_the_table_lists_every_extension_with_its_systems(capsys) -> None:
+    assert run_tools(["extensions"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == list(EXTENSIONS)
+    assert lines[1].split()[1] == "coq,fc,keqing,tfs"  # path_fallback: every system
+
+
+def test_one_system_as_json_and_text(capsys) -> None:
+    assert run_tools(["extensions", "--system", "fc", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"system": "fc", "paper": [], "extended": list(OFFERED["fc"])}
+    assert run_tools(["extensions", "--system", "tfs"]) == 0
+    assert "tfs extended: path_fallback, answer_type" in capsys.readouterr().out
+    assert run_tools(["extensions", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fill_composition"]["systems"] == ["fc"]
