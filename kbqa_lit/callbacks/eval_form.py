@@ -14,10 +14,14 @@ from dataclasses import dataclass
 
 import lightning as L
 
+from kbqa_lit.errors import UserInputError
 from kbqa_lit.pipelines.selection.chain import build_extensions
-from kbqa_lit.pipelines.selection.forms import Form, resolve_form
+from kbqa_lit.pipelines.selection.forms import OFFERED, Form, resolve_form
 from kbqa_lit.pipelines.selection.path_fallback import PathFallback
 from kbqa_lit.pipelines.selection.type_guard import TypeGuard
+
+#: The extensions this step can apply (FC-KBQA's filling and neighbour skeletons are its own commands').
+APPLIED = ("constrained_decoding", "path_fallback", "answer_type")
 
 
 @dataclass
@@ -48,10 +52,22 @@ class AnsweringForm:
     ) -> AnsweringForm:
         """Resolve the settings and build the steps they switch on.
 
+        ``form: extended`` switches on the extensions of ``system`` that this step applies (:data:`APPLIED`).
+
         Raises:
-            UserInputError: For an unknown system, form or extension, or one the system does not offer.
+            UserInputError: For an unknown system, form or extension, one the system does not offer, or
+                one this step does not apply.
         """
+        if extensions is None and form == "extended":  # every extension of the system that this step applies
+            extensions = [e for e in OFFERED.get(system, ()) if e in APPLIED]
+            form = None
         asked = resolve_form(system, form, extensions)
+        elsewhere = [e for e in asked.extensions if e not in APPLIED]
+        if elsewhere:
+            raise UserInputError(
+                f"the evaluation callback applies {', '.join(APPLIED)}; {', '.join(elsewhere)} belong to "
+                f"{system}'s own commands (kbqa fc detect / compose)"
+            )
         paths, types = build_extensions(
             path_fallback=asked.on("path_fallback"),
             answer_type=asked.on("answer_type"),

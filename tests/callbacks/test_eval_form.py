@@ -55,3 +55,10 @@ def test_the_form_is_logged_as_hyper_parameters(tmp_path: Path) -> None:
     assert hparams["answering/form"] == "extended"
     assert hparams["answering/extensions"] == "paper+constrained_decoding+answer_type"
     assert hparams["answering/system"] == "coq"
+
+
+def test_fc_composer_evaluation_applies_only_the_extensions_of_the_answer_chain() -> None:
+    form = AnsweringForm.build("fc", "extended", None, **SETTINGS)  # not fill_composition: kbqa fc compose's
+    assert form.asked.extensions == ("path_fallback", "answer_type") and form.recorded("datamodule").name == "extended"
+    with pytest.raises(UserInputError, match="fill_composition belong to fc's own commands"):
+        AnsweringForm.build("fc", None, ["fill_composition"], **SETTINGS)
