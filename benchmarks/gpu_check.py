@@ -43,7 +43,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from kbqa_lit.callbacks.throughput import write_json_atomically
+from kbqa_lit.atomic import write_json_atomic
 
 #: Seconds each part may take on the GPU (its process is killed after that); the budget caps them too.
 PART_LIMITS = {
@@ -105,7 +105,7 @@ def run_part_here(name: str, out: Path, tiny: bool, device: str) -> int:
         result = {"status": "failed", "error": f"{type(exc).__name__}: {str(exc)[:2000]}"}
         code = 1
     result["seconds"] = round(time.perf_counter() - started, 1)
-    write_json_atomically(result_file, result)
+    write_json_atomic(result_file, result)
     return code
 
 
@@ -239,8 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {name} (limit {limit:.0f} s)", flush=True)
         report["parts"][name] = run_part(name, args, limit)
         print(f"   {report['parts'][name].get('status')} in {report['parts'][name].get('seconds')} s", flush=True)
-        write_json_atomically(path, report)
-    write_json_atomically(path, report)
+        write_json_atomic(path, report)
+    write_json_atomic(path, report)
     print(table(report))
     print(f"report: {path}")
     return 0 if all(p.get("status") == "ok" for p in report["parts"].values()) else 1

@@ -5,16 +5,13 @@
 - :func:`gather_rows`: every rank's rows on every rank (a collective under DDP);
 - :func:`unique_sorted` and :func:`metrics_from_rows`: one row per example index, and the logged
   metrics recomputed from such rows when ranks overlapped;
-- :func:`atomic_write_jsonl`: the prediction file, written to a temporary file and renamed;
+- the prediction file is written with :func:`kbqa_lit.atomic.write_jsonl_atomic` (a temporary file, renamed);
 - :func:`log_wandb_table`: the first rows as a W&B table.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import lightning as L
@@ -79,20 +76,6 @@ class SelectionCounts(Metric):
             "answer_type_rate": self.answer_type / self.n.clamp(min=1.0),
             "exec_cache_hit_rate": self.cache_hits / lookups.clamp(min=1.0),
         }
-
-
-def atomic_write_jsonl(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
-    """Write ``rows`` as JSON lines to ``path`` through a temporary file (no half-written file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-        tmp.replace(path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def gather_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -244,7 +227,6 @@ __all__ = [
     "ROW_ERRORS",
     "prediction_row",
     "SelectionCounts",
-    "atomic_write_jsonl",
     "gather_rows",
     "log_wandb_table",
     "metrics_from_rows",

@@ -32,6 +32,7 @@ import lightning as L
 import torch
 from lightning.pytorch.utilities import rank_zero_warn
 
+from kbqa_lit.atomic import write_jsonl_atomic
 from kbqa_lit.backbones.common import MINILM
 from kbqa_lit.callbacks.answer_source import SeparateAnswerModel
 from kbqa_lit.callbacks.constrained_decoding import ConstrainedDecoding
@@ -39,7 +40,6 @@ from kbqa_lit.callbacks.eval_form import AnsweringForm
 from kbqa_lit.callbacks.eval_generation import generate_for_batch
 from kbqa_lit.callbacks.eval_rows import (
     SelectionCounts,
-    atomic_write_jsonl,
     comparable_answers,
     gather_rows,
     lf_em,
@@ -477,7 +477,7 @@ class ExecutionGuidedEval(L.Callback):
         if not trainer.sanity_checking:
             self.last_path = self._out_path(prefix, trainer)
             if trainer.is_global_zero:
-                atomic_write_jsonl(rows, self.last_path)
+                write_jsonl_atomic(rows, self.last_path)
                 log_wandb_table(trainer, f"{prefix}/predictions", rows[: max(self.log_table_rows, 0)])
                 log_timing(trainer, prefix, self.last_timing, to_loggers=stage != "predict")
         self._rows = []

@@ -24,13 +24,14 @@ import json
 import os
 import resource
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import lightning as L
 import torch
+
+from kbqa_lit.atomic import write_json_atomic
 
 GIB = 1024**3
 
@@ -59,20 +60,6 @@ def _count(batch: Any) -> tuple[int, int, int]:
     if isinstance(ids, torch.Tensor):
         return int(ids.shape[0]), int(ids.numel()), int(ids.numel())
     return 0, 0, 0
-
-
-def write_json_atomically(path: Path, payload: dict[str, Any]) -> None:
-    """Write ``payload`` as JSON to ``path`` through a temporary file in the same folder (``str`` for other values)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(payload, handle, indent=2, default=str)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class ThroughputProbe(L.Callback):
@@ -124,7 +111,7 @@ class ThroughputProbe(L.Callback):
             except (OSError, json.JSONDecodeError):
                 payload = {}
         payload[stage] = record
-        write_json_atomically(self.out_file, payload)
+        write_json_atomic(self.out_file, payload)
 
     # ------------------------------------------------------------------ training
 
@@ -282,4 +269,4 @@ def _last_loss(trainer: L.Trainer) -> float | None:
     return None
 
 
-__all__ = ["ThroughputProbe", "host_memory_gib", "write_json_atomically"]
+__all__ = ["ThroughputProbe", "host_memory_gib"]

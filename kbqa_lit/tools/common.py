@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -100,21 +99,3 @@ def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not isinstance(obj, dict):
                 raise DataFormatError(path, lineno, "each line must be a JSON object")
             yield lineno, obj
-
-
-def write_json_lines_atomic(rows: Iterable[dict[str, Any]], path: str | Path) -> int:
-    """Write rows as JSON lines to ``path`` through a temp file renamed at the end; return the count."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    n = 0
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-                n += 1
-        tmp.replace(path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return n

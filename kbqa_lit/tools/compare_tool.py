@@ -30,10 +30,10 @@ No network: W&B runs are read from their ``.wandb`` files with wandb's own reade
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any
 
+from kbqa_lit.atomic import write_text_atomic
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.tools.common import print_json
 from kbqa_lit.tools.eval_tool import GOLD_FORMATS
@@ -116,17 +116,6 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run_compare)
 
 
-def _write_atomic(text: str, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 def run_compare(args: argparse.Namespace) -> int:
     """Compare the runs (``kbqa compare``), write the report and print the JSON summary.
 
@@ -163,7 +152,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
         sources = file_sources(args.predictions, args.gold) if args.predictions else test_run_sources(runs, args.gold)
         groups = group_metrics(sources, args.group_by, args.gold_format)
-    _write_atomic(render_report(comparison, runs, x_axis=args.x, groups=groups), args.out)
+    write_text_atomic(args.out, render_report(comparison, runs, x_axis=args.x, groups=groups))
     summary: dict[str, Any] = {"report": str(args.out), **comparison}
     if groups is not None:
         summary["groups"] = groups

@@ -36,11 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbqa_lit.atomic import write_jsonl_atomic
 from kbqa_lit.data.schema import Answer, KBQAExample, read_jsonl
 from kbqa_lit.errors import DataFormatError, SExprError, UserInputError
 from kbqa_lit.metrics.functional import QuestionScore, mean_scores, score_question, sum_scores
 from kbqa_lit.metrics.lf_match import load_reverse_properties, logical_form_em
-from kbqa_lit.tools.common import iter_json_lines, print_json, write_json_lines_atomic
+from kbqa_lit.tools.common import iter_json_lines, print_json
 
 GOLD_FORMATS = ("jsonl", "webqsp", "cwq", "grailqa")
 FREEBASE_NS = "http://rdf.freebase.com/ns/"
@@ -363,7 +364,7 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.group_by:
         summary["by"] = {key: group_summaries(scored, key, any_exec) for key in args.group_by}
     if args.per_question is not None:
-        write_json_lines_atomic((_per_question_row(g, s, any_exec) for g, s in scored), args.per_question)
+        write_jsonl_atomic((_per_question_row(g, s, any_exec) for g, s in scored), args.per_question)
     if args.table:
         print(summary_table(summary))
     else:

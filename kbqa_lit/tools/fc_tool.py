@@ -105,12 +105,12 @@ def cmd_compose(args: argparse.Namespace) -> int:
     import time
     from collections import Counter
 
+    from kbqa_lit.atomic import write_jsonl_atomic
     from kbqa_lit.data.schema import read_jsonl
     from kbqa_lit.pipelines.config_files import read_config_mapping
     from kbqa_lit.pipelines.fc.composition import FillComposition, compose_settings, extensions_from
     from kbqa_lit.pipelines.fc.fill import SkeletonFiller
     from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector
-    from kbqa_lit.tools.common import write_json_lines_atomic
 
     cfg = compose_settings(read_config_mapping(args.config, "FC"), parse_set_pairs(args.set or []))
     for key in ("file", "out"):
@@ -132,7 +132,7 @@ def cmd_compose(args: argparse.Namespace) -> int:
     finally:
         store.close()
     seconds = time.perf_counter() - start
-    write_json_lines_atomic(rows, cfg["out"])
+    write_jsonl_atomic(rows, cfg["out"])
     n = max(1, len(rows))
     print_json(
         {

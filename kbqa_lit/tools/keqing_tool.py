@@ -44,11 +44,9 @@ def cmd_templates(args: argparse.Namespace) -> int:
 
 def cmd_reasoning_data(args: argparse.Namespace) -> int:
     """``kbqa keqing reasoning-data``."""
-    import json
-    import os
-    import tempfile
     from pathlib import Path
 
+    from kbqa_lit.atomic import write_jsonl_atomic
     from kbqa_lit.data.keqing.templates import TemplateBank
     from kbqa_lit.data.schema import read_jsonl
     from kbqa_lit.kb.index.entity_index import EntityIndex
@@ -68,13 +66,8 @@ def cmd_reasoning_data(args: argparse.Namespace) -> int:
     bank = TemplateBank.load(args.templates) if args.templates else None
     executor = ChainExecutor(store, args.semantics)
     rows, skipped = reasoning_rows(examples, executor, index.label, args.max_triples, context=args.context, bank=bank)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    os.replace(tmp, out)
-    print_json({"out": str(out), "rows": len(rows), "skipped": dict(skipped)})
+    write_jsonl_atomic(rows, args.out)
+    print_json({"out": str(args.out), "rows": len(rows), "skipped": dict(skipped)})
     return 0
 
 

@@ -28,9 +28,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kbqa_lit.atomic import write_jsonl_atomic
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import DataFormatError, KBQAError, UserInputError
-from kbqa_lit.tools.common import iter_json_lines, print_json, write_json_lines_atomic
+from kbqa_lit.tools.common import iter_json_lines, print_json
 
 #: Where a ``CrossEncoderRetriever`` checkpoint comes from (for error messages).
 RETRIEVER_HINT = "kbqa fit --config configs/coq/relation_retriever.yaml writes one"
@@ -148,7 +149,7 @@ def run_entities(args: argparse.Namespace) -> int:
             recall.add(_gold_entities(ex), ids)
     finally:
         store.close()
-    n = write_json_lines_atomic((ex.to_dict() for ex in examples), args.out)
+    n = write_jsonl_atomic((ex.to_dict() for ex in examples), args.out)
     print_json(
         {
             "command": "entities",
@@ -185,7 +186,7 @@ def run_relations(args: argparse.Namespace) -> int:
         ranked = rank_relations(model, bm25, ex.question, phrases, args.top_l, args.batch_size)
         ex.meta["relation_candidates"] = [[r, round(s, 4)] for r, s in ranked]
         recall.add(gold_relations(ex, args.input), [r for r, _ in ranked])
-    n = write_json_lines_atomic((ex.to_dict() for ex in examples), args.out)
+    n = write_jsonl_atomic((ex.to_dict() for ex in examples), args.out)
     print_json(
         {
             "command": "relations",

@@ -16,10 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from kbqa_lit.atomic import write_jsonl_atomic
 from kbqa_lit.errors import SExprError, UserInputError
 from kbqa_lit.kb.lf.semantics import ALIASES, SEMANTICS, SEMANTICS_NAMES, TIES, resolve_semantics
 from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
-from kbqa_lit.tools.common import print_json, write_json_lines_atomic
+from kbqa_lit.tools.common import print_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -129,7 +130,7 @@ def _convert(job: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
 
 def _emit(rows: list[dict[str, Any]] | Iterator[dict[str, Any]], out: str | None) -> None:
     if out:
-        n = write_json_lines_atomic(rows, out)
+        n = write_jsonl_atomic(rows, out)
         import sys
 
         print(json.dumps({"out": out, "lines": n}), file=sys.stderr)

@@ -25,7 +25,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "kbqa_lit"
 SYSTEMS = ("coq", "tfs", "fc", "keqing")
 #: Importable from anywhere.
-COMMON = {"errors", ""}
+COMMON = {"errors", "atomic", ""}
 #: Floor → the floors it may import (its own included).
 ALLOWED: dict[str, set[str]] = {
     "kb": {"kb"},

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from kbqa_lit.atomic import write_jsonl_atomic
 from kbqa_lit.callbacks.constrained_decoding import MODES, ConstrainedDecoding
-from kbqa_lit.callbacks.eval_rows import atomic_write_jsonl, metrics_from_rows, unique_sorted
+from kbqa_lit.callbacks.eval_rows import metrics_from_rows, unique_sorted
 from kbqa_lit.callbacks.eval_timing import EpochTimer
 from kbqa_lit.callbacks.execution_eval import ExecutionGuidedEval
 
@@ -40,7 +41,7 @@ def test_rows_are_unique_by_index_and_rescored(tmp_path: Path) -> None:
     metrics = metrics_from_rows(rows)
     assert metrics["f1"] == pytest.approx(0.5) and metrics["fallback_rate"] == pytest.approx(0.5)
     out = tmp_path / "sub" / "preds.jsonl"
-    atomic_write_jsonl(rows, out)
+    write_jsonl_atomic(rows, out)
     assert [json.loads(line)["index"] for line in out.read_text().splitlines()] == [0, 2]
     assert [p.name for p in out.parent.iterdir()] == ["preds.jsonl"]  # no temporary file left
 

@@ -24,14 +24,13 @@ Examples that are not chains (constraints, functions, several entities) are coun
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kbqa_lit.atomic import write_json_atomic
 from kbqa_lit.data.keqing.decomposition import MASK
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import DataFormatError, SExprError
@@ -141,13 +140,7 @@ class TemplateBank:
 
     def save(self, path: str | Path) -> Path:
         """Write the bank as JSON, atomically."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(self.to_json(), f, ensure_ascii=False, indent=1)
-        os.replace(tmp, path)
-        return path
+        return write_json_atomic(path, self.to_json(), indent=1)
 
     @classmethod
     def load(cls, path: str | Path) -> TemplateBank:

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kbqa_lit.atomic import atomic_writer
 from kbqa_lit.data.keqing.decomposition import (
     INSTRUCTION,
     Decomposition,
@@ -322,15 +321,12 @@ def run_keqing(config: KeqingConfig, out: str | None = None) -> dict[str, Any]:
     pipeline = KeqingRun(config)
     examples = _examples(config)
     target = Path(out or config.out)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     batch = max(1, config.decomposer.batch_size)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
+    with atomic_writer(target) as f:
         for i in range(0, len(examples), batch):
             for record in pipeline.answer(examples[i : i + batch]):
                 f.write(json.dumps(record, ensure_ascii=False) + "\n")
             log.info("answered %d/%d", min(i + batch, len(examples)), len(examples))
-    os.replace(tmp, target)
     if pipeline.cache is not None:
         pipeline.cache.close()
     summary = pipeline.scorer.summary()

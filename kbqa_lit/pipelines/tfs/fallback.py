@@ -42,7 +42,6 @@ exact or fuzzy names in the KB, a file of precomputed linking results), merged p
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -50,6 +49,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbqa_lit.atomic import write_jsonl_atomic
 from kbqa_lit.data.gold import gold_parses, gold_sexprs
 from kbqa_lit.data.linking import check_linking, inference_view
 from kbqa_lit.data.schema import KBQAExample
@@ -137,13 +137,9 @@ class FallbackReport:
     metrics: dict[str, float]
 
     def write_jsonl(self, path: str | Path) -> Path:
-        """Write the rows as JSON lines."""
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("w", encoding="utf-8") as fh:
-            for row in self.rows:
-                fh.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")
-        return out
+        """Write the rows as JSON lines, atomically (no half-written file)."""
+        write_jsonl_atomic((row.to_dict() for row in self.rows), path)
+        return Path(path)
 
 
 class TFSFallbackPipeline:
