@@ -46,7 +46,8 @@ def host_memory_gib() -> dict[str, float]:
             now = int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         pass
-    return {"host_peak_rss_gib": round(peak_bytes / GIB, 3), "host_rss_gib": round(now / GIB, 3)}
+    # the kernel updates ru_maxrss lazily: a resident set read just now may exceed it, and a peak is never below it
+    return {"host_peak_rss_gib": round(max(peak_bytes, now) / GIB, 3), "host_rss_gib": round(now / GIB, 3)}
 
 
 def _count(batch: Any) -> tuple[int, int, int]:
