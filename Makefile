@@ -12,7 +12,7 @@ export WANDB_MODE ?= offline
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0
-	$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,deepspeed,encoders,wandb]'
+	$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,deepspeed,encoders,plots,wandb]'
 	touch $(STAMP)
 
 ## demo: the main job — train CoQ's generator (logical-form task) on the synthetic world (tiny T5, CPU), then

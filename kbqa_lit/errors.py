@@ -7,6 +7,11 @@ non-zero status without a traceback.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+_T = TypeVar("_T")
+
 
 class KBQAError(Exception):
     """Base class of every error kbqa_lit raises on purpose."""
@@ -43,6 +48,54 @@ class EndpointUnreachableError(StoreError):
 
 class UserInputError(KBQAError):
     """A command-line argument or option that cannot be used as given."""
+
+
+class ChoiceError(UserInputError, ValueError):
+    """A setting given a value outside its fixed set of choices (raised by :func:`check_choice`).
+
+    A :class:`UserInputError` (the ``kbqa`` command prints it without a traceback) and a
+    :class:`ValueError` (code and libraries that expect a bad argument to raise one still catch it).
+    """
+
+
+def check_choice(
+    name: str,
+    value: _T,
+    choices: Iterable[object],
+    *,
+    where: str | None = None,
+    hint: str | None = None,
+    error: Callable[[str], Exception] = ChoiceError,
+) -> _T:
+    """``value`` when it is one of ``choices``; otherwise raise ``error`` with one consistent message.
+
+    The message reads ``"<where>: <name> must be one of a, b, c; got 'y' (<hint>)"``; the ``where``
+    prefix and the ``hint`` suffix only when given.
+
+    Args:
+        name: The setting, as the user spells it (``"linking"``, ``"skeleton.source"``, ``"--semantics"``).
+        value: The value given.
+        choices: The accepted values (any iterable; read once); listed in this order in the message.
+        where: What holds the setting (a component, a config file), prefixed to the message.
+        hint: A remark appended to the message in parentheses (where another setting does the job).
+        error: The exception class (or any callable of the message) to raise; :class:`ChoiceError`
+            unless the caller's errors are of another kind (a :class:`SExprError`, say).
+
+    Returns:
+        ``value`` itself.
+
+    Raises:
+        ChoiceError: When ``value`` is none of ``choices`` (or ``error`` of that message).
+    """
+    options = tuple(choices)
+    if value in options:
+        return value
+    message = f"{name} must be one of {', '.join(str(c) for c in options)}; got {value!r}"
+    if where:
+        message = f"{where}: {message}"
+    if hint:
+        message = f"{message} ({hint})"
+    raise error(message)
 
 
 def find_kbqa_error(exc: BaseException) -> KBQAError | None:

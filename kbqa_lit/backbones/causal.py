@@ -41,6 +41,7 @@ from transformers import (
 )
 
 from kbqa_lit.backbones.common import load_source, save_tokenizer_atomically, texts_fingerprint
+from kbqa_lit.errors import check_choice
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +69,7 @@ def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
         return dtype
     if dtype == "auto":
         return None
-    if dtype not in _DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}; expected one of {', '.join(_DTYPES)} or 'auto'")
-    return _DTYPES[dtype]
+    return _DTYPES[check_choice("dtype", dtype, (*_DTYPES, "auto"))]
 
 
 def train_causal_tokenizer(texts: Iterable[str], vocab_size: int = 2000) -> PreTrainedTokenizerFast:

@@ -50,6 +50,7 @@ from kbqa_lit.backbones.encoder_decoder import (
     wire_encoder_decoder_ids,
 )
 from kbqa_lit.backbones.t5_config import TINY_T5, tiny_t5_config
+from kbqa_lit.errors import check_choice
 
 log = logging.getLogger(__name__)
 
@@ -221,8 +222,7 @@ def build_seq2seq(
     Raises:
         ValueError: For an unknown ``backbone``.
     """
-    if backbone not in BACKBONES:
-        raise ValueError(f"unknown backbone {backbone!r}; expected one of {', '.join(BACKBONES)}")
+    check_choice("backbone", backbone, BACKBONES)
 
     if backbone == "encoder-decoder" or (name_or_path is not None and is_saved_encoder_decoder(name_or_path)):
         return build_encoder_decoder(name_or_path, config=config, decoder_config=decoder_config, tokenizer=tokenizer)

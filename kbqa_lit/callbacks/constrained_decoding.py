@@ -30,7 +30,7 @@ from kbqa_lit.decoding.anchor import AnchoredEntity, AnchoredEntityRules
 from kbqa_lit.decoding.grammar import BaseRules, EntityRules, SchemaRules, SExprGrammar, entity_bracket
 from kbqa_lit.decoding.processor import GrammarLogitsProcessor
 from kbqa_lit.decoding.tokens import TokenIndex
-from kbqa_lit.errors import StoreError
+from kbqa_lit.errors import StoreError, check_choice
 from kbqa_lit.kb.index.entity_index import relation_edges
 from kbqa_lit.kb.index.relation_inventory import RelationInventory, store_classes
 
@@ -78,8 +78,7 @@ class ConstrainedDecoding:
     """
 
     def __init__(self, mode: str, num_beams: int, max_new_tokens: int) -> None:
-        if mode not in MODES:
-            raise ValueError(f"constrained must be one of {', '.join(MODES)}, got {mode!r}")
+        check_choice("constrained", mode, MODES)
         self.mode = mode
         self.num_beams = int(num_beams)
         self.max_new_tokens = int(max_new_tokens)

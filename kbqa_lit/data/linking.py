@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +81,7 @@ def check_linking(mode: str) -> str:
     Raises:
         UserInputError: Naming the accepted modes.
     """
-    if mode not in LINKING_MODES:
-        raise UserInputError(f"linking must be one of {', '.join(LINKING_MODES)}, got {mode!r}")
-    return mode
+    return check_choice("linking", mode, LINKING_MODES)
 
 
 def predicted_entities(ex: KBQAExample, linker: Linker | None) -> dict[str, str]:

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from kbqa_lit.errors import DataFormatError
+from kbqa_lit.errors import DataFormatError, check_choice
 
 AnswerKind = Literal["entity", "literal"]
 SEMANTICS = ("exclude-topic", "exclude-source", "distinct-nodes", "simple-path", "plain")
@@ -49,8 +49,7 @@ class Answer:
             return cls(id=obj, name=obj, kind="entity")
         if isinstance(obj, Mapping) and "id" in obj:
             kind = obj.get("kind", "entity")
-            if kind not in ("entity", "literal"):
-                raise ValueError(f"answer kind must be 'entity' or 'literal', got {kind!r}")
+            check_choice("answer kind", kind, ("entity", "literal"))
             return cls(id=str(obj["id"]), name=str(obj.get("name") or ""), kind=kind)
         raise ValueError(f"an answer must be a string or an object with 'id', got {obj!r}")
 

@@ -23,7 +23,7 @@ from kbqa_lit.data.linking import (
     oracle_inputs,
 )
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +86,7 @@ class SplitFilesMixin:
     def split_file(self, split: str) -> Path | None:
         """The file of ``split`` (``train``/``val``/``test``/``predict``), or ``None`` if it has none."""
         split = canonical_split(split)
-        if split not in SPLITS:
-            raise ValueError(f"unknown split {split!r}; choose from {SPLITS}")
+        check_choice("split", split, SPLITS)
         given = self._files[split]
         if given is not None:
             path = Path(given).expanduser()

@@ -56,7 +56,7 @@ from collections.abc import Hashable, Iterable
 from typing import Literal
 
 from kbqa_lit.decoding.rules import Context, PhraseVocab, RoleVocab, WordOptions, word_options
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 from kbqa_lit.kb.lf.normalize import schema_to_words
 from kbqa_lit.kb.lf.sexpr import base_relation
 
@@ -132,10 +132,8 @@ class PairRules:
         chain_heads: int = 0,
         partners: Literal["last", "any"] = "last",
     ) -> None:
-        if mode not in PAIR_MODES:
-            raise UserInputError(f"mode must be one of {', '.join(PAIR_MODES)}, got {mode!r}")
-        if partners not in PAIR_PARTNERS:
-            raise UserInputError(f"partners must be one of {', '.join(PAIR_PARTNERS)}, got {partners!r}")
+        check_choice("mode", mode, PAIR_MODES)
+        check_choice("partners", partners, PAIR_PARTNERS)
         if int(chain_heads) < 0:
             raise UserInputError(f"chain_heads must be >= 0, got {chain_heads}")
         self.mode = mode

@@ -31,6 +31,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError, ReadTimeoutError
 from urllib3.util.retry import Retry
 
+from kbqa_lit.errors import check_choice
 from kbqa_lit.llm.backends import DecompositionBackend, DecompositionBackendError, GenerationOutcome
 
 log = logging.getLogger(__name__)
@@ -82,8 +83,7 @@ class OpenAICompatibleBackend(DecompositionBackend):
         concurrency: int = 8,
         extra_body: dict[str, Any] | None = None,
     ) -> None:
-        if mode not in ("chat", "completions"):
-            raise DecompositionBackendError(f"mode must be 'chat' or 'completions', got {mode!r}")
+        check_choice("mode", mode, ("chat", "completions"), error=DecompositionBackendError)
         if concurrency < 1:
             raise DecompositionBackendError(f"concurrency must be >= 1, got {concurrency}")
         self.base_url = base_url.rstrip("/")

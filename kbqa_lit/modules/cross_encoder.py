@@ -34,6 +34,7 @@ from transformers import AutoConfig, AutoModel, PreTrainedTokenizerBase
 
 from kbqa_lit.backbones.common import tokenizer_files, tokenizer_from_files
 from kbqa_lit.backbones.encoders import MINILM, build_encoder, build_encoder_tokenizer, masked_mean
+from kbqa_lit.errors import check_choice
 from kbqa_lit.kb.lf.normalize import schema_to_words
 from kbqa_lit.modules.training_setup import adamw_with_warmup, decay_groups
 
@@ -74,8 +75,7 @@ class CrossEncoderRetriever(LightningModule):
         max_length: int = 64,
     ) -> None:
         super().__init__()
-        if pooling not in ("cls", "mean"):
-            raise ValueError(f"pooling must be 'cls' or 'mean', got {pooling!r}")
+        check_choice("pooling", pooling, ("cls", "mean"))
         self.save_hyperparameters(ignore=["tokenizer"])
         if tokenizer is None and encoder_name_or_path is not None:
             tokenizer = build_encoder_tokenizer(encoder_name_or_path)

@@ -41,6 +41,7 @@ from transformers import (
 
 from kbqa_lit.backbones.causal import build_causal_lm, build_causal_tokenizer
 from kbqa_lit.backbones.common import tokenizer_files, tokenizer_from_files
+from kbqa_lit.errors import check_choice
 from kbqa_lit.modules.training_setup import adamw_with_warmup
 
 log = logging.getLogger(__name__)
@@ -141,8 +142,7 @@ class LoraCausalLM(LightningModule):
         max_new_tokens: int = 128,
     ) -> None:
         super().__init__()
-        if scheduler not in ("linear", "constant"):
-            raise ValueError(f"scheduler must be 'linear' or 'constant', got {scheduler!r}")
+        check_choice("scheduler", scheduler, ("linear", "constant"))
         self.save_hyperparameters(ignore=["tokenizer"])
         if tokenizer is None and model_name_or_path is not None:
             try:

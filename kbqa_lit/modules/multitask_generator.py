@@ -42,6 +42,7 @@ from transformers import LogitsProcessorList, PreTrainedTokenizerBase
 from kbqa_lit.backbones.common import architecture_signature, tokenizer_files, tokenizer_from_files
 from kbqa_lit.backbones.encoder_decoder import decode_generated, drop_start_token
 from kbqa_lit.backbones.seq2seq import BACKBONES, build_seq2seq, build_tokenizer, seq2seq_from_config
+from kbqa_lit.errors import check_choice
 from kbqa_lit.modules.training_setup import adamw_with_warmup, decay_groups
 
 log = logging.getLogger(__name__)
@@ -112,8 +113,7 @@ class MultitaskGenerator(LightningModule):
             raise ValueError(f"alpha must be >= 0, got {alpha}")
         if lf_weight < 0 or (lf_weight == 0 and alpha == 0):
             raise ValueError(f"lf_weight must be >= 0 and not 0 together with alpha, got {lf_weight} (alpha {alpha})")
-        if backbone not in BACKBONES:
-            raise ValueError(f"backbone must be one of {', '.join(BACKBONES)}, got {backbone!r}")
+        check_choice("backbone", backbone, BACKBONES)
         self.save_hyperparameters(ignore=["tokenizer"])
         # Restoring a checkpoint of a pretrained network: the checkpoint brings the tokenizer,
         # the config and the weights, so the pretrained files are not needed (on_load_checkpoint).

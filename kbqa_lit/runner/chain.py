@@ -33,6 +33,9 @@ Semantics:
   starts at a step, ``--only NAME`` runs one.
 - ``quick`` arguments are appended when the pipeline runs with ``--quick`` (a smoke test: a few
   steps per training, one batch per evaluation).
+- A top-level ``timings: ${work}/pipeline_timings.jsonl`` (variables allowed) makes every command that
+  finishes append its seconds there (:mod:`kbqa_lit.runner.timings`): the comparison reads each
+  system's answering time from it.
 - A failing command stops the pipeline with :class:`~kbqa_lit.errors.PipelineError` naming the
   step and the command; the steps before it stay done.
 """
@@ -54,6 +57,7 @@ from typing import Any
 import yaml
 
 from kbqa_lit.errors import KBQAError, UserInputError
+from kbqa_lit.runner.timings import append_timing
 
 LIGHTNING_SUBCOMMANDS = ("fit", "validate", "test", "predict")
 
@@ -94,6 +98,7 @@ class Pipeline:
     path: Path
     vars: dict[str, str]
     steps: list[Step]
+    timings: Path | None = None
 
     def commands(self, *, quick: bool = False) -> list[Command]:
         """Every command in order, with variables and ``foreach`` bindings substituted.
@@ -229,12 +234,19 @@ def load_pipeline(path: str | Path, overrides: Mapping[str, str] | None = None) 
             raise UserInputError(f"{path}: --set {key}=...: no such variable (known: {', '.join(sorted(scope))})")
         scope[key] = value
     scope = resolve_vars(scope, path)
+    unknown = set(data) - {"vars", "steps", "timings"}
+    if unknown:
+        raise UserInputError(f"{path}: unknown top-level keys {sorted(unknown)} (known: vars, steps, timings)")
+    timings = data.get("timings")
+    if timings is not None and not isinstance(timings, str):
+        raise UserInputError(f"{path}: 'timings' must be a file path (e.g. ${{work}}/pipeline_timings.jsonl)")
     steps = [_parse_step(raw, i, path) for i, raw in enumerate(data["steps"])]
     names = [s.name for s in steps]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise UserInputError(f"{path}: duplicate step names {dupes}")
-    return Pipeline(path, scope, steps)
+    timings_path = Path(_substitute(timings, scope, path, "timings")) if timings else None
+    return Pipeline(path, scope, steps, timings_path)
 
 
 def select_commands(
@@ -257,9 +269,20 @@ def select_commands(
 
 
 def run_commands(
-    commands: Sequence[Command], *, force: bool = False, env: Mapping[str, str] | None = None
+    commands: Sequence[Command],
+    *,
+    force: bool = False,
+    env: Mapping[str, str] | None = None,
+    timings: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Run the commands in order, skipping finished ones unless ``force``.
+
+    Args:
+        commands: The commands (:meth:`Pipeline.commands`).
+        force: Re-run commands whose outputs exist.
+        env: Extra environment variables of the child processes.
+        timings: A JSON-lines file to append each finished command's seconds to
+            (:mod:`kbqa_lit.runner.timings`).
 
     Returns:
         One record per command: ``step``, ``binding``, ``status`` (``ran``/``skipped``), ``seconds``.
@@ -285,6 +308,8 @@ def run_commands(
         missing = [str(p) for p in cmd.outputs if not p.exists()]
         if missing:
             raise PipelineError(f"step {cmd.step!r} finished but did not write {', '.join(missing)}")
+        if timings is not None:
+            append_timing(timings, cmd.step, cmd.binding, record["seconds"], "kbqa " + shlex.join(cmd.argv))
         records.append(record)
     return records
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,52 @@ def parse_set_pairs(pairs: Iterable[str]) -> dict[str, Any]:
             raise UserInputError(f"--set expects key=value (dotted keys), got {pair!r}")
         out[key.strip()] = yaml.safe_load(value)
     return out
+
+
+def set_dotted(config: dict[str, Any], key: str, value: Any) -> None:
+    """Put ``value`` at the dotted ``key`` of a nested config (what ``--set key=value`` means).
+
+    A part that is a whole number indexes a list (``members.0.adapters.s1``: ``s1`` of the first
+    member); a mapping key missing on the way (or ``null``) becomes an empty mapping. Whether the
+    key is a field of the config is for the config's own parser to say.
+
+    Raises:
+        UserInputError: Naming ``key`` for an empty part, a list indexed by a non-number or past its
+            end, or a part below a value that is neither a mapping nor a list.
+    """
+    parts = key.split(".")
+    if not all(parts):
+        raise UserInputError(f"--set {key}: empty part in the dotted key")
+    node: Any = config
+    for depth, part in enumerate(parts):
+        where = ".".join(parts[:depth])
+        last = depth == len(parts) - 1
+        if isinstance(node, list):
+            if not part.isdigit():
+                raise UserInputError(f"--set {key}: {where} is a list; index it with a number ({where}.0)")
+            index = int(part)
+            if index >= len(node):
+                raise UserInputError(f"--set {key}: {where} has {len(node)} item(s), so no index {index}")
+            if last:
+                node[index] = value
+            else:
+                node = node[index]
+        elif isinstance(node, dict):
+            if last:
+                node[part] = value
+            else:
+                if node.get(part) is None:
+                    node[part] = {}
+                node = node[part]
+        else:
+            raise UserInputError(f"--set {key}: {where} is a value ({node!r}), not a mapping or a list")
+
+
+def apply_set_pairs(config: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with every ``{dotted key: value}`` of :func:`parse_set_pairs` put in place (in order)."""
+    for key, value in overrides.items():
+        set_dotted(config, key, value)
+    return config
 
 
 def print_json(obj: Any) -> None:

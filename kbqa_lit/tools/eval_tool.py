@@ -42,6 +42,7 @@ from kbqa_lit.errors import DataFormatError, SExprError, UserInputError
 from kbqa_lit.metrics.functional import QuestionScore, mean_scores, score_question, sum_scores
 from kbqa_lit.metrics.lf_match import load_reverse_properties, logical_form_em
 from kbqa_lit.tools.common import iter_json_lines, print_json
+from kbqa_lit.tools.eval_log import add_log_arguments, log_eval
 
 GOLD_FORMATS = ("jsonl", "webqsp", "cwq", "grailqa")
 FREEBASE_NS = "http://rdf.freebase.com/ns/"
@@ -90,6 +91,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="print a small text table (all questions, then each group) instead of the JSON object",
     )
+    add_log_arguments(p)
     p.set_defaults(func=run_eval)
 
 
@@ -365,6 +367,8 @@ def run_eval(args: argparse.Namespace) -> int:
         summary["by"] = {key: group_summaries(scored, key, any_exec) for key in args.group_by}
     if args.per_question is not None:
         write_jsonl_atomic((_per_question_row(g, s, any_exec) for g, s in scored), args.per_question)
+    if args.log is not None:
+        summary["logged"] = log_eval(args, summary)
     if args.table:
         print(summary_table(summary))
     else:

@@ -8,10 +8,12 @@
   runs fit → merge → fit on the merged model in one command.
 - ``kbqa lora export --ckpt FILE.ckpt --out DIR`` turns an adapter-only Lightning checkpoint of
   ``LoraCausalLM`` into an adapter folder (as ``AdapterExport`` writes at the end of ``fit``).
-- ``kbqa lora pipeline --config configs/tfs/pipeline.yaml [--split S] [--limit N] [--out FILE]
-  [--no-s1] [--no-s2] [--no-s3]`` answers questions with the S1 → S2 → S3 fallback
+- ``kbqa lora pipeline --config configs/tfs/pipeline.yaml [--set KEY=VALUE ...] [--split S] [--limit N]
+  [--out FILE] [--no-s1] [--no-s2] [--no-s3]`` answers questions with the S1 → S2 → S3 fallback
   (:mod:`kbqa_lit.pipelines.tfs.fallback`), writes one JSON line per question and prints the
-  metrics (F1, Hit@1, EM, executable rate, per-strategy shares) as JSON.
+  metrics (F1, Hit@1, EM, executable rate, per-strategy shares) as JSON. ``--set`` changes a config
+  value by its dotted key (``form=extended``, ``data.file=...``, ``kb.build_from=[]``, a list item by
+  its index: ``members.0.adapters.s1=DIR``), as ``kbqa keqing run --set`` does.
 
 Every command prints one JSON object to stdout.
 """
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.tools.common import first_line, print_json
+from kbqa_lit.tools.common import apply_set_pairs, first_line, parse_set_pairs, print_json
 
 MERGE_META = "kbqa_merge.json"
 #: Where a ``LoraCausalLM`` checkpoint comes from (for error messages).
@@ -143,11 +145,36 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def pipeline_config(path: str | Path, pairs: list[str] | None = None) -> Any:
+    """The typed ``kbqa lora pipeline`` config of ``path`` with the ``--set KEY=VALUE`` pairs applied.
+
+    Args:
+        path: The pipeline YAML.
+        pairs: ``key=value`` texts (dotted keys, YAML values; an index into a list:
+            ``members.0.adapters.s1=DIR``), applied in order.
+
+    Returns:
+        A :class:`~kbqa_lit.pipelines.tfs.config.TFSPipelineConfig`.
+
+    Raises:
+        UserInputError: A malformed pair, a key that is no field of the config (naming it), an index
+            past a list's end, or a config that does not parse.
+    """
+    from kbqa_lit.pipelines.config_files import read_config_mapping
+    from kbqa_lit.pipelines.tfs.config import check_override_key, parse_pipeline_config
+
+    overrides = parse_set_pairs(pairs or [])
+    for key in overrides:
+        check_override_key(key)
+    raw = apply_set_pairs(read_config_mapping(path, "pipeline"), overrides)
+    return parse_pipeline_config(raw, path)
+
+
 def cmd_pipeline(args: argparse.Namespace) -> int:
     """``kbqa lora pipeline``: the typed config and the run live in :mod:`kbqa_lit.pipelines.tfs.config`."""
-    from kbqa_lit.pipelines.tfs.config import load_pipeline_config, run_pipeline
+    from kbqa_lit.pipelines.tfs.config import run_pipeline
 
-    config = load_pipeline_config(args.config)
+    config = pipeline_config(args.config, args.set)
     disable = tuple(s for s, off in (("s1", args.no_s1), ("s2", args.no_s2), ("s3", args.no_s3)) if off)
     print_json(run_pipeline(config, split=args.split, limit=args.limit, out=args.out, disable=disable))
     return 0
@@ -190,6 +217,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Answer questions with the S1 -> S2 -> S3 fallback; writes JSON lines, prints metrics.",
     )
     pipe.add_argument("--config", required=True, help="pipeline YAML (see configs/tfs/pipeline.yaml)")
+    pipe.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a config value (dotted key; a list item by index: members.0.adapters.s1=DIR); repeatable",
+    )
     pipe.add_argument("--split", default=None, help="split of data_dir (train, dev, test; default: config)")
     pipe.add_argument("--limit", type=int, default=None, help="answer only the first N questions")
     pipe.add_argument("--out", default=None, help="per-question JSON lines (default: config 'out')")
@@ -198,4 +231,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pipe.set_defaults(func=cmd_pipeline)
 
 
-__all__ = ["export_checkpoint", "merge_adapter", "register"]
+__all__ = ["export_checkpoint", "merge_adapter", "pipeline_config", "register"]

@@ -81,6 +81,6 @@ def run_pipeline_tool(args: argparse.Namespace) -> int:
         print_json({"pipeline": str(args.config), "commands": rows})
         return 0
     start = time.perf_counter()
-    records = run_commands(commands, force=args.force)
+    records = run_commands(commands, force=args.force, timings=pipeline.timings)
     print_json({"pipeline": str(args.config), "steps": records, "seconds": round(time.perf_counter() - start, 2)})
     return 0

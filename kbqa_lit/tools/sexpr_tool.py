@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.atomic import write_jsonl_atomic
-from kbqa_lit.errors import SExprError, UserInputError
+from kbqa_lit.errors import SExprError, UserInputError, check_choice
 from kbqa_lit.kb.lf.semantics import ALIASES, SEMANTICS, SEMANTICS_NAMES, TIES, resolve_semantics
 from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
 from kbqa_lit.tools.common import print_json
@@ -63,8 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _check_args(args: argparse.Namespace) -> None:
-    if args.semantics is not None and args.semantics not in SEMANTICS_NAMES:
-        raise UserInputError(f"unknown --semantics {args.semantics!r}; expected one of {', '.join(SEMANTICS_NAMES)}")
+    if args.semantics is not None:
+        check_choice("--semantics", args.semantics, SEMANTICS_NAMES)
     if args.no_ties:
         args.ties = "first"
     args.onto = None

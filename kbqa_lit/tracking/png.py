@@ -1,15 +1,16 @@
-"""PNG pictures of a comparison with matplotlib: learning curves per run and per-group bars.
+"""PNG pictures of a comparison with matplotlib: learning curves, per-group bars, F1 per level per row.
 
 - :func:`learning_curves_png`: one panel per metric (``val/f1``, ``val/hit1``), x = epoch, one line
   per run; the test value of each evaluation run joined to a fit run is a star at the fit run's
   last epoch, in the run's colour;
 - :func:`groups_png`: grouped bars of per-group metrics (MetaQA's 1/2/3-hop F1 and Hits@1), one bar
-  per metric (and per predictions file when there are several).
+  per metric (and per predictions file when there are several);
+- :func:`comparison_png`: the ``--rows`` table's grouped bars (x = all questions and each
+  generalisation level, one bar per row, y = F1), the figure the HTML report inlines as SVG.
 
-matplotlib comes with the ``dev`` extra (``pip install -e '.[dev]'``); without it the functions
-raise :class:`~kbqa_lit.errors.UserInputError` naming that extra. PNG rather than SVG rasterised by
-hand: matplotlib brings fonts, anti-aliasing and layout, and the files are written atomically
-(a temporary file beside the target, then a rename).
+matplotlib comes with the ``plots`` extra (:mod:`.plotting`); without it the functions raise
+:class:`~kbqa_lit.errors.UserInputError` naming that extra. The files are written atomically (a
+temporary file beside the target, then a rename).
 """
 
 from __future__ import annotations
@@ -20,42 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import UserInputError
+from kbqa_lit.tracking.charts import f1_levels_figure
 from kbqa_lit.tracking.lineage import Experiment
+from kbqa_lit.tracking.plotting import COLORS, LABELS, metric_label, pyplot, require_matplotlib
+from kbqa_lit.tracking.rows import RowsTable, f1_by_level
 from kbqa_lit.tracking.runs import RunRecord
 
 DPI = 110
-#: Matplotlib's tab10, as in the HTML report's SVG charts.
-COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
-LABELS = {"f1": "F1", "hit1": "Hits@1", "hit1_any": "Hits@1 (any)", "em": "LF EM", "executable": "executable"}
-INSTALL_HINT = "PNG charts need matplotlib: pip install -e '.[dev]' (or pip install 'matplotlib>=3.8,<4')"
-
-
-def require_matplotlib() -> None:
-    """Check that matplotlib imports.
-
-    Raises:
-        UserInputError: Naming the ``dev`` extra, when it does not.
-    """
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise UserInputError(INSTALL_HINT) from None
-
-
-def _pyplot() -> Any:
-    require_matplotlib()
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def metric_label(metric: str) -> str:
-    """``val/hit1`` → ``val Hits@1`` (a readable axis or legend label)."""
-    stage, _, leaf = metric.rpartition("/")
-    return f"{stage} {LABELS.get(leaf, leaf)}".strip()
 
 
 def _save_atomic(fig: Any, path: Path) -> None:
@@ -91,7 +63,7 @@ def learning_curves_png(experiments: Sequence[Experiment], metrics: Sequence[str
     lines = [(e, m, _curve(e.main, m)) for e in experiments for m in metrics]
     if not any(points for _, _, points in lines):
         raise UserInputError(f"no run logged {', '.join(metrics)}: nothing to draw in {path.name}")
-    plt = _pyplot()
+    plt = pyplot()
     width = max(6.4, 5.2 * len(metrics))
     fig, axes = plt.subplots(1, len(metrics), figsize=(width, 3.9), squeeze=False, layout="constrained")
     for ax, metric in zip(axes[0], metrics, strict=True):
@@ -143,7 +115,7 @@ def groups_png(
     values = sorted({v for rows in groups.values() for v in rows}, key=_group_order)
     if not values:
         raise UserInputError(f"no question has a {key!r} group: nothing to draw in {path.name}")
-    plt = _pyplot()
+    plt = pyplot()
     bars = [(source, metric) for source in groups for metric in metrics]
     width = 0.8 / len(bars)
     fig, ax = plt.subplots(figsize=(max(5.5, 1.2 * len(values) * len(bars) ** 0.5 + 2.5), 3.9))
@@ -168,6 +140,28 @@ def groups_png(
     return path
 
 
+def comparison_png(table: RowsTable, path: Path) -> Path:
+    """Write the ``--rows`` table's F1 bars: x = all questions and each level, one bar per row.
+
+    Args:
+        table: The rows table.
+        path: The PNG to write.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        UserInputError: Without matplotlib, or when no row logged ``test/f1`` or ``test/<level>/f1``.
+    """
+    if not f1_by_level(table)[0]:
+        raise UserInputError(f"no row logged test/f1 or test/<level>/f1: nothing to draw in {path.name}")
+    plt = pyplot()
+    fig = f1_levels_figure(table)
+    _save_atomic(fig, path)
+    plt.close(fig)
+    return path
+
+
 def _legend_columns(labels: Sequence[str], width_in: float) -> int:
     """As many legend columns as fit the figure's width at font size 8 (about 4.6 pt per character)."""
     column_pt = 4.6 * max(len(label) for label in labels) + 36  # text plus the marker
@@ -179,3 +173,6 @@ def _group_order(value: str) -> tuple[int, float, str]:
         return (0, float(value), value)
     except ValueError:
         return (1, 0.0, value)
+
+
+__all__ = ["comparison_png", "groups_png", "learning_curves_png", "metric_label", "require_matplotlib"]

@@ -1,6 +1,8 @@
 """The comparison as one self-contained HTML page (inline CSS and SVG; no scripts, no network).
 
-Sections: the final metrics per run (best value of each column in bold) next to the
+The charts are drawn by matplotlib (:mod:`.charts`) and inlined as SVG. Sections: with ``--rows``
+first the comparison table (one row per run keyed by run parameters) and its F1 bars per
+generalisation level (:mod:`.report_table`); the final metrics per run (best value of each column in bold) next to the
 hyper-parameters that differ, each ``kbqa test`` run listed under the fit run it evaluated; per
 such experiment the validation curves with the test values beside them; the logged
 hyper-parameters (``hparams.yaml``); per-group metrics of prediction files (MetaQA's hops) when
@@ -18,10 +20,12 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from kbqa_lit.tracking.charts import Series, line_chart
 from kbqa_lit.tracking.lineage import join_runs
 from kbqa_lit.tracking.report_experiments import experiments_section, groups_section, hparams_section
+from kbqa_lit.tracking.report_table import rows_section
+from kbqa_lit.tracking.rows import RowsTable
 from kbqa_lit.tracking.runs import RunRecord, as_number
-from kbqa_lit.tracking.svg import Series, line_chart
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px; color: #222; }
@@ -175,6 +179,7 @@ def render_report(
     runs: Sequence[RunRecord],
     x_axis: str = "step",
     groups: Mapping[str, Any] | None = None,
+    table: RowsTable | None = None,
 ) -> str:
     """The HTML page of a comparison.
 
@@ -184,6 +189,7 @@ def render_report(
         x_axis: ``step`` (the trainer's global step) or ``epoch`` for the curves.
         groups: Per-group metrics of prediction files, ``{"key": "hops", "sources": {label: {value:
             {"n", "f1", "hit1", ...}}}}`` (``kbqa compare --group-by``), or ``None``.
+        table: The ``--rows`` table, shown first with its F1 chart, or ``None``.
 
     Returns:
         The page as text.
@@ -199,6 +205,8 @@ def render_report(
     ]
     if comparison.get("missing_metrics"):
         parts.append(f"<p>Not logged by any run: {escape(', '.join(comparison['missing_metrics']))}</p>")
+    if table is not None:
+        parts.append(rows_section(table))
     parts.append("<h2>Final metrics</h2>" + _final_table(comparison))
     experiments = join_runs(list(runs))
     parts.append(experiments_section(experiments, comparison["experiments"], metrics))

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from kbqa_lit.tracking.charts import Series, bar_chart, line_chart
 from kbqa_lit.tracking.lineage import Experiment
-from kbqa_lit.tracking.svg import Series, bar_chart, line_chart
 
 MAX_PARAM_CHARS = 80
 GROUP_METRICS = ("f1", "hit1")

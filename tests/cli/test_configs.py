@@ -30,7 +30,8 @@ OTHER_YAMLS = {
     "fc/detect_extended.yaml",  # tests/pipelines/fc/test_build.py, tests/pipelines/fc/test_paper_detection.py
     "fc/compose.yaml",  # tests/pipelines/fc/test_composition.py
 }
-PIPELINE_PREFIXES = ("coq/pipeline_", "keqing/pipeline_", "fc/pipeline_")
+# kbqa pipeline files: tests/runner/test_runner.py::test_shipped_pipeline_files_parse
+PIPELINE_PREFIXES = ("coq/pipeline_", "keqing/pipeline_", "fc/pipeline_", "tfs/pipeline_synthetic", "compare/")
 
 
 def _is_cli_config(path: Path) -> bool:

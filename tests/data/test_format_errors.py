@@ -116,7 +116,7 @@ def test_webqsp_official_as_list_and_json_lines(tmp_path):
                 "RawQuestion": "q",
                 "Parses": [{"Answers": [{"AnswerType": "Thing", "AnswerArgument": "x"}]}],
             },
-            "AnswerType must be 'Entity' or 'Value'",
+            "AnswerType must be one of Entity, Value; got 'Thing'",
         ),
         ({"QuestionId": "Q", "RawQuestion": "q"}, "expected 'Parses', 'SExpr' or 'answer'"),
         (["not", "an", "object"], "must be a JSON object"),

@@ -38,7 +38,7 @@ def _check_common(examples, dataset: str, semantics: str) -> None:
 
 def test_readers_registry():
     assert set(READERS) == {"webqsp", "cwq", "grailqa", "metaqa", "pathquestion", "synthetic"}
-    with pytest.raises(UserInputError, match="unknown dataset format"):
+    with pytest.raises(UserInputError, match="dataset format must be one of"):
         read_dataset("freebase", "x")
 
 

@@ -9,6 +9,7 @@ import yaml
 from kbqa_lit.cli import main
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.runner.chain import PipelineError, load_pipeline, run_commands, select_commands
+from kbqa_lit.runner.timings import read_timings, step_seconds
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -135,7 +136,11 @@ def test_run_skips_finished_steps_and_names_the_failing_one(tmp_path: Path, caps
 
 
 def test_shipped_pipeline_files_parse() -> None:
-    files = sorted(p for system in ("coq", "keqing", "fc") for p in CONFIGS.glob(f"{system}/pipeline_*.yaml"))
+    files = sorted(p for system in ("coq", "keqing", "fc", "tfs") for p in CONFIGS.glob(f"{system}/pipeline_*.yaml"))
+    files += sorted(CONFIGS.glob("compare/*.yaml"))
+    # configs/tfs/pipeline*.yaml are also `kbqa lora pipeline` configs (no steps): only `kbqa pipeline` files here
+    files = [p for p in files if "steps" in (yaml.safe_load(p.read_text()) or {})]
+    assert any(p.parent.name == "tfs" for p in files) or not (CONFIGS / "tfs" / "pipeline_synthetic.yaml").exists()
     for path in files:
         pipe = load_pipeline(path)
         cmds = pipe.commands(quick=True)
@@ -154,4 +159,26 @@ def test_shipped_pipeline_files_parse() -> None:
                 "keqing",
                 "lora",
                 "fc",
+                "pipeline",
+                "compare",
             }
+
+
+def test_finished_steps_append_their_seconds_to_the_timings_file(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    doc = {**DOC, "timings": "${work}/timings.jsonl"}
+    path = _write(tmp_path, doc)
+    work = tmp_path / "w"
+    assert main(["pipeline", str(path), "--set", f"work={work}", "--only", "world"]) == 0
+    assert main(["pipeline", str(path), "--set", f"work={work}", "--only", "world"]) == 0  # skipped: no record
+    capsys.readouterr()
+    records = read_timings(work / "timings.jsonl")
+    assert [r["step"] for r in records] == ["world"]
+    assert records[0]["seconds"] > 0 and records[0]["command"].startswith("kbqa data synth")
+    assert step_seconds(work / "timings.jsonl", ["world"]) == records[0]["seconds"]
+
+
+def test_timings_must_be_a_path(tmp_path: Path) -> None:
+    with pytest.raises(UserInputError, match="'timings' must be a file path"):
+        load_pipeline(_write(tmp_path, {**DOC, "timings": ["a"]}))
+    with pytest.raises(UserInputError, match="unknown top-level keys"):
+        load_pipeline(_write(tmp_path, {**DOC, "timing": "x"}))

@@ -15,10 +15,10 @@ from lightning.pytorch.loggers import CSVLogger
 
 from kbqa_lit.cli import main
 from kbqa_lit.errors import UserInputError
+from kbqa_lit.tracking.charts import Series, bar_chart, line_chart
 from kbqa_lit.tracking.comparison import differing_params, resolve_param
 from kbqa_lit.tracking.csv_runs import read_csv_run
 from kbqa_lit.tracking.runs import RunRecord, flatten, run_params
-from kbqa_lit.tracking.svg import Series, line_chart, nice_ticks
 from kbqa_lit.tracking.wandb_runs import records_to_run
 
 METRICS = ("val/f1", "val/hit1", "val/hit1_any", "val/em", "val/executable")
@@ -125,7 +125,7 @@ def runs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run_compare(capsys, *args: str) -> dict:
-    assert main(["compare", *args]) == 0, capsys.readouterr().err
+    assert main(["compare", *args, "--json"]) == 0, capsys.readouterr().err
     return json.loads(capsys.readouterr().out)
 
 
@@ -135,7 +135,7 @@ def report(runs_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[di
     buf = io.StringIO()
     with pytest.MonkeyPatch.context() as mp:  # capsys is per test; this fixture is per module
         mp.setattr(sys, "stdout", buf)
-        assert main(["compare", str(runs_dir), "--out", str(out)]) == 0
+        assert main(["compare", str(runs_dir), "--out", str(out), "--json"]) == 0
     return json.loads(buf.getvalue()), out.read_text(encoding="utf-8")
 
 
@@ -177,14 +177,17 @@ def test_alpha_sweep_table(report):
 
 def test_html_has_a_plot_per_metric_and_the_table_values(report):
     summary, html = report
+    names = [row["name"] for row in summary["runs"]]
     for metric in METRICS:
         assert f'data-metric="{metric}"' in html
         (svg,) = re.findall(rf'<svg [^>]*data-metric="{re.escape(metric)}".*?</svg>', html, re.S)
         root = ET.fromstring(svg)  # well-formed
-        series = root.findall(".//{http://www.w3.org/2000/svg}g[@class='series']")
-        assert len(series) == 4
+        legend = {"".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text")}
+        assert set(names) <= legend, (names, legend)  # one line per run, named in the legend
     (sweep_svg,) = re.findall(r'<svg [^>]*data-param="model.init_args.alpha".*?</svg>', html, re.S)
     ET.fromstring(sweep_svg)
+    ids = re.findall(r'\bid="([^"]+)"', html)
+    assert len(ids) == len(set(ids))  # the charts' ids do not clash on one page
     for row in summary["runs"]:
         value = row["final"]["val/f1"]
         assert f'data-metric="val/f1" data-value="{value!r}"' in html
@@ -290,20 +293,31 @@ def test_differing_params_merges_sweep_names_and_resolves_short_names():
         resolve_param(runs, "beta")
 
 
-def test_svg_chart_is_well_formed():
-    assert nice_ticks(0.0, 1.0) == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+def _texts(svg: str) -> set[str]:
+    return {"".join(t.itertext()) for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")}
+
+
+def test_matplotlib_charts_are_inline_svg():
     svg = line_chart(
-        [Series("a<b", [(1e-4, 0.1), (1e-3, 0.3)]), Series("c", [(1e-2, 0.2)])],
+        [Series("a<b $x$", [(1e-4, 0.1), (1e-3, 0.3)]), Series("c", [(1e-2, 0.2)])],
         title="t & u",
         x_label="lr",
         y_label="f1",
         x_log=True,
         attrs={"data-metric": "val/f1"},
     )
-    root = ET.fromstring(svg)
-    assert root.get("data-metric") == "val/f1" and len(root.findall(".//{http://www.w3.org/2000/svg}circle")) == 3
-    empty = line_chart([], title="none", x_label="x", y_label="y")
-    assert "no data" in ET.tostring(ET.fromstring(empty), encoding="unicode")
+    root = ET.fromstring(svg)  # well-formed, text kept as text
+    assert root.get("data-metric") == "val/f1" and root.get("class") == "chart"
+    assert root.find("{http://www.w3.org/2000/svg}title").text == "t & u"
+    assert {"a<b $x$", "c", "t & u", "lr", "f1"} <= _texts(svg)  # $ is not mathtext
+    assert "<?xml" not in svg and "metadata" not in svg and "xlink" not in svg
+    assert "no data" in _texts(line_chart([], title="none", x_label="x", y_label="y"))
+    bars = bar_chart(
+        [Series("f1", [(0.0, 0.5), (1.0, 0.25)])], categories=["1", "2"], title="per hops", x_label="hops", y_label="s"
+    )
+    assert {"1", "2", "f1", "hops"} <= _texts(bars)
+    first, second = (set(re.findall(r'\bid="([^"]+)"', chart)) for chart in (svg, bars))
+    assert first and second and not first & second  # unique per chart
 
 
 def test_cli_lists_compare():

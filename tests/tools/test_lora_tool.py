@@ -17,8 +17,11 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from kbqa_lit.cli import main
 from kbqa_lit.datamodules.tfs.instruction import InstructionDataModule
+from kbqa_lit.errors import UserInputError
 from kbqa_lit.lightning_cli import build_cli
 from kbqa_lit.modules.lora_causal_lm import LoraCausalLM
+from kbqa_lit.tools.common import apply_set_pairs, parse_set_pairs, set_dotted
+from kbqa_lit.tools.lora_tool import pipeline_config
 from tests.helpers.foreign_checkpoints import write_foreign_checkpoint, write_not_a_checkpoint
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "tfs"
@@ -265,6 +268,71 @@ def test_export_writes_the_adapter_of_a_checkpoint(dm, batch, workdir: Path, cap
 
 
 # ------------------------------------------------------------------ pipeline
+
+
+def test_set_dotted_walks_mappings_and_list_indices() -> None:
+    config = {"members": [{"name": "a", "adapters": {"s1": "old"}}], "kb": None, "form": "paper"}
+    apply_set_pairs(config, parse_set_pairs(["members.0.adapters.s1=new", "kb.build_from=[]", "data.file=f.jsonl"]))
+    assert config["members"][0]["adapters"] == {"s1": "new"}
+    assert config["kb"] == {"build_from": []} and config["data"] == {"file": "f.jsonl"}  # null / missing: created
+    set_dotted(config, "members.0", {"name": "b", "adapters": {}})  # a whole item
+    assert config["members"] == [{"name": "b", "adapters": {}}]
+    for key, needle in [
+        ("members.1.name", "members has 1 item(s), so no index 1"),
+        ("members.first.name", "members is a list; index it with a number (members.0)"),
+        ("form.x", "form is a value ('paper'), not a mapping or a list"),
+        ("members..name", "empty part"),
+    ]:
+        with pytest.raises(UserInputError) as info:
+            set_dotted(config, key, 1)
+        assert str(info.value).startswith(f"--set {key}: ") and needle in str(info.value)
+
+
+def test_pipeline_set_reaches_form_data_kb_out_and_a_members_adapter() -> None:
+    cfg = pipeline_config(
+        CONFIGS / "pipeline.yaml",
+        [
+            "form=extended",
+            "data.file=w/test.jsonl",
+            "data.data_dir=w",
+            "kb.store=w/kb",
+            "kb.build_from=[]",
+            "out=w/preds.jsonl",
+            "members.0.adapters.s1=w/s1/adapter",
+            "members.0.overrides.num_beams=2",
+        ],
+    )
+    assert cfg.form == "extended" and cfg.out == "w/preds.jsonl"
+    assert cfg.data.file == "w/test.jsonl" and cfg.data.data_dir == "w"
+    assert cfg.kb.store == "w/kb" and cfg.kb.files() == [] and cfg.kb.timeout == 10.0  # the rest as the file says
+    assert cfg.members[0].adapters["s1"] == "w/s1/adapter"
+    assert cfg.members[0].adapters["s3"] == "outputs/tfs/s3/adapter" and cfg.members[0].overrides == {"num_beams": 2}
+    assert pipeline_config(CONFIGS / "pipeline.yaml").form == "paper"  # the file itself is unchanged
+
+
+@pytest.mark.parametrize(
+    ("pair", "needle"),
+    [
+        ("data.nosuch=1", "--set data.nosuch: data has no key 'nosuch' (keys: file, data_dir"),
+        ("nosuch=1", "--set nosuch: the config has no key 'nosuch'"),
+        ("members.1.adapters.s1=x", "--set members.1.adapters.s1: members has 1 item(s), so no index 1"),
+        ("members.tiny.adapters.s1=x", "--set members.tiny.adapters.s1: members is a list; index it with a number"),
+        ("members.0.adapters.s4=x", "--set members.0.adapters.s4: members.0.adapters has no task 's4' (tasks: s1,"),
+        ("form.paper=1", "--set form.paper: form is a value, not a section"),
+        ("form=both", "pipeline.form"),
+        ("data.file", "--set expects key=value"),
+    ],
+)
+def test_pipeline_set_bad_key_is_a_user_error_naming_it(pair: str, needle: str) -> None:
+    with pytest.raises(UserInputError) as info:
+        pipeline_config(CONFIGS / "pipeline.yaml", [pair])
+    assert needle in str(info.value)
+
+
+def test_pipeline_command_reports_a_bad_set_key(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["lora", "pipeline", "--config", str(CONFIGS / "pipeline.yaml"), "--set", "kb.stor=x"]
+    code, summary, err = run(args, capsys)
+    assert code == 2 and summary is None and "--set kb.stor: kb has no key 'stor'" in err
 
 
 @pytest.mark.slow

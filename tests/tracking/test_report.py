@@ -42,6 +42,7 @@ def compared(experiments_root: Path, tmp_path_factory: pytest.TempPathFactory) -
         str(experiments_root / "exp" / "logs" / "version_1" / "test_predictions_epoch0.jsonl"),
         "--gold",
         str(experiments_root / "data" / "metaqa" / "test.jsonl"),
+        "--json",
     ]
     buf = io.StringIO()
     with pytest.MonkeyPatch.context() as mp:
@@ -80,6 +81,8 @@ def test_png_files_are_written(compared) -> None:
     assert summary["png"] == {
         "learning_curves": str(out / "png" / "learning_curves.png"),
         "groups": str(out / "png" / "groups.png"),
+        "comparison": None,  # no --rows
+        "skipped": {},
     }
     for name in ("learning_curves.png", "groups.png"):
         png_size(out / "png" / name)
@@ -88,7 +91,7 @@ def test_png_files_are_written(compared) -> None:
 
 def test_groups_default_to_the_test_runs_own_predictions(experiments_root: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "r.html"
-    assert main(["compare", str(experiments_root / "exp"), "--out", str(out), "--group-by", "hops"]) == 0
+    assert main(["compare", str(experiments_root / "exp"), "--out", str(out), "--group-by", "hops", "--json"]) == 0
     groups = json.loads(capsys.readouterr().out)["groups"]
     test_run = experiments_root / "exp" / "logs" / "version_1"
     assert groups["files"] == {
@@ -143,8 +146,21 @@ def test_report_renders_in_headless_chromium(compared, tmp_path: Path) -> None:
     assert colours >= 8 and non_white > 0.04, (colours, non_white)  # text, tables, coloured chart lines and bars
 
 
-def test_png_without_curves_is_an_error_before_anything_is_written(experiments_root: Path, tmp_path: Path, capsys):
+def test_png_with_nothing_to_draw_is_an_error_before_anything_is_written(
+    experiments_root: Path, tmp_path: Path, capsys
+):
     out = tmp_path / "r.html"
     assert main(["compare", str(experiments_root / "lonely"), "--out", str(out), "--png", str(tmp_path / "png")]) == 2
-    assert "no run logged val/f1, val/hit1 per epoch" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "nothing to draw" in err and "no run logged val/f1, val/hit1 per epoch" in err and "--rows" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_png_of_test_only_runs_skips_the_learning_curves(experiments_root: Path, tmp_path: Path, capsys):
+    out, png = tmp_path / "r.html", tmp_path / "png"
+    args = [str(experiments_root / "lonely"), "--rows", "alpha", "--out", str(out), "--png", str(png), "--json"]
+    assert main(["compare", *args]) == 0
+    summary = json.loads(capsys.readouterr().out)["png"]
+    assert summary["learning_curves"] is None and summary["comparison"] == str(png / "comparison.png")
+    assert "no run logged val/f1, val/hit1 per epoch" in summary["skipped"]["learning_curves.png"]
+    assert [p.name for p in png.iterdir()] == ["comparison.png"]

@@ -31,7 +31,7 @@ from typing import Any
 
 from kbqa_lit.data.entity_slots import mask_lf, mask_text, topic_slots
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.errors import SExprError
+from kbqa_lit.errors import SExprError, check_choice
 from kbqa_lit.kb.lf.normalize import normalize_sexpr, schema_to_words
 from kbqa_lit.kb.lf.sexpr import Atom, Call, SExpr, parse_sexpr
 
@@ -111,8 +111,7 @@ def example_patterns(ex: KBQAExample, mode: str, top_k: int | None = None) -> li
         top_k: Keep only the first ``top_k`` patterns (``PatternWriter`` stores them best first);
             ``None`` keeps all.
     """
-    if mode not in PATTERN_MODES:
-        raise ValueError(f"patterns must be one of {PATTERN_MODES}, got {mode!r}")
+    check_choice("patterns", mode, PATTERN_MODES)
     if mode == "none":
         return []
     if mode == "gold":

@@ -53,7 +53,7 @@ from kbqa_lit.data.fc.composer_inputs import (
 from kbqa_lit.data.fc.gold_pairs import base_relation, gold_pairs
 from kbqa_lit.data.fc.skeletons import lf_skeleton, top2_skeletons
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.errors import SExprError, UserInputError
+from kbqa_lit.errors import SExprError, UserInputError, check_choice
 from kbqa_lit.kb.lf.normalize import normalize_sexpr, schema_to_words
 
 FC_META = "fc"
@@ -290,8 +290,7 @@ def composer_row(
     names = {
         e: slot_of.get(label.lower(), label) if mask_entities else label for e, label in components.entities.items()
     }
-    if knowledge not in KNOWLEDGE:
-        raise UserInputError(f"knowledge must be one of {', '.join(KNOWLEDGE)}, got {knowledge!r}")
+    check_choice("knowledge", knowledge, KNOWLEDGE)
     check_input_format(input_format)
     pairs = [_worded(p) for p in (components.pairs if knowledge == "pairs" else [])]
     question = mask_text(ex.question, slots) if mask_entities else ex.question

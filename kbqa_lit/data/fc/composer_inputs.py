@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import check_choice
 
 PairKind = Literal["class-relation", "relation-relation", "relation-entity"]
 PAIR_KINDS: tuple[PairKind, ...] = ("class-relation", "relation-relation", "relation-entity")
@@ -75,9 +75,7 @@ def check_input_format(input_format: str) -> str:
     Raises:
         UserInputError: When it is not.
     """
-    if input_format not in INPUT_FORMATS:
-        raise UserInputError(f"input_format must be one of {', '.join(INPUT_FORMATS)}, got {input_format!r}")
-    return input_format
+    return check_choice("input_format", input_format, INPUT_FORMATS)
 
 
 def pair_text(pair: Pair, entity_text: Mapping[str, str] | None = None) -> str:

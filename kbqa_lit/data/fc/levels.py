@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.data.synthetic.splits import TrainCoverage
-from kbqa_lit.errors import SExprError, UserInputError
+from kbqa_lit.errors import SExprError, UserInputError, check_choice
 from kbqa_lit.kb.lf.sexpr import schema_items
 
 LEVELS = ("i.i.d.", "compositional", "zero-shot")
@@ -61,8 +61,7 @@ def question_level(ex: KBQAExample, coverage: TrainCoverage, given: str = "keep"
     Raises:
         UserInputError: On an unknown ``given`` or an unknown given level.
     """
-    if given not in ("keep", "ignore"):
-        raise UserInputError(f"given must be 'keep' or 'ignore', got {given!r}")
+    check_choice("given", given, ("keep", "ignore"))
     stated = ex.meta.get("level")
     if given == "keep" and stated:
         if stated not in _SPELLINGS:

@@ -19,7 +19,7 @@ from kbqa_lit.data.formats.pathquestion import read_pathquestion
 from kbqa_lit.data.formats.synthetic import read_synthetic
 from kbqa_lit.data.formats.webqsp import read_webqsp
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import check_choice
 
 Reader = Callable[..., Iterator[KBQAExample]]
 
@@ -52,8 +52,7 @@ def read_dataset(fmt: str, path: str | Path, split: str | None = None) -> Iterat
         UserInputError: When ``fmt`` is unknown or ``path`` is missing.
 
     """
-    if fmt not in READERS:
-        raise UserInputError(f"unknown dataset format {fmt!r}; choose from {', '.join(READERS)}")
+    check_choice("dataset format", fmt, READERS)
     if split is not None and takes_split(fmt):
         return READERS[fmt](path, split=split)
     return READERS[fmt](path)

@@ -18,6 +18,7 @@ optional here.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from kbqa_lit.data.formats._common import (
     require_object,
 )
 from kbqa_lit.data.schema import Answer, KBQAExample
-from kbqa_lit.errors import DataFormatError
+from kbqa_lit.errors import DataFormatError, check_choice
 
 DATASET = "grailqa"
 SEMANTICS = "distinct-nodes"
@@ -76,13 +77,12 @@ def literal_value(argument: str) -> str:
 def _answer(obj: Any, path: Path, where: Where) -> Answer:
     ans = require_object(obj, path, where)
     kind = get_field(ans, "answer_type", str, path, where)
+    check_choice("answer_type", kind, ("Entity", "Value"), error=partial(DataFormatError, path, where))
     arg = str(get_field(ans, "answer_argument", (str, int, float), path, where))
     if kind == "Entity":
         return Answer(id=arg, name=str(ans.get("entity_name") or ""), kind="entity")
-    if kind == "Value":
-        value = literal_value(arg)
-        return Answer(id=value, name=value, kind="literal")
-    raise DataFormatError(path, where, f"answer_type must be 'Entity' or 'Value', got {kind!r}")
+    value = literal_value(arg)
+    return Answer(id=value, name=value, kind="literal")
 
 
 def _topic_entities(graph: Mapping[str, Any], path: Path, where: Where) -> dict[str, str]:

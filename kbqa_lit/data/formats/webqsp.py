@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ from kbqa_lit.data.formats._common import (
     require_object,
 )
 from kbqa_lit.data.schema import Answer, KBQAExample
-from kbqa_lit.errors import DataFormatError
+from kbqa_lit.errors import DataFormatError, check_choice
 
 DATASET = "webqsp"
 SEMANTICS = "exclude-topic"
@@ -87,12 +88,11 @@ def _meta(**extra: Any) -> dict[str, Any]:
 def _answer(obj: Any, path: Path, where: Where) -> Answer:
     ans = require_object(obj, path, where)
     kind = get_field(ans, "AnswerType", str, path, where)
+    check_choice("AnswerType", kind, ("Entity", "Value"), error=partial(DataFormatError, path, where))
     arg = get_field(ans, "AnswerArgument", (str, int, float), path, where)
     if kind == "Entity":
         return Answer(id=str(arg), name=str(ans.get("EntityName") or ""), kind="entity")
-    if kind == "Value":
-        return Answer(id=str(arg), name=str(arg), kind="literal")
-    raise DataFormatError(path, where, f"AnswerType must be 'Entity' or 'Value', got {kind!r}")
+    return Answer(id=str(arg), name=str(arg), kind="literal")
 
 
 def _parse(obj: Any, index: int, qid: str, path: Path, where: Where) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import check_choice
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,4 @@ def size_spec(size: str) -> SizeSpec:
     Raises:
         UserInputError: For an unknown size.
     """
-    try:
-        return SIZES[size]
-    except KeyError:
-        raise UserInputError(f"unknown synthetic world size {size!r}; choose one of {', '.join(SIZES)}") from None
+    return SIZES[check_choice("synthetic world size", size, SIZES)]

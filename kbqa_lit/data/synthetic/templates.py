@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kbqa_lit.data.synthetic import bindings as b
+from kbqa_lit.errors import check_choice
 
 FUNCTIONS = ("none", "count", "argmax", "argmin", "comparative", "time")
 ROLES = ("iid", "compositional", "zero-shot")
@@ -70,10 +71,8 @@ def template(
     role: str = "iid",
 ) -> Template:
     """Build a :class:`Template` from lists (steps as ``(S-expression, sub-question)`` pairs)."""
-    if role not in ROLES:
-        raise ValueError(f"unknown template role {role!r}")
-    if function not in FUNCTIONS:
-        raise ValueError(f"unknown template function {function!r}")
+    check_choice("template role", role, ROLES, error=ValueError)
+    check_choice("template function", function, FUNCTIONS, error=ValueError)
     return Template(tid, function, hops, binder, tuple(paraphrases), tuple(Step(s, q) for s, q in steps), role)
 
 

@@ -41,7 +41,7 @@ import re
 from collections.abc import Mapping
 
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.errors import SExprError
+from kbqa_lit.errors import SExprError, check_choice
 from kbqa_lit.kb.lf.normalize import OPERATOR_WORDS, normalize_sexpr, schema_to_words, words_to_schema
 from kbqa_lit.kb.lf.sexpr import ENTITY_RE, SCHEMA_RE, Atom, SExpr, atoms_with_roles, parse_sexpr, schema_items
 
@@ -104,8 +104,7 @@ def resolve_instructions(overrides: Mapping[str, str] | None = None) -> dict[str
     """
     out = dict(DEFAULT_INSTRUCTIONS)
     for task, text in (overrides or {}).items():
-        if task not in TASKS:
-            raise ValueError(f"instruction for unknown task {task!r}; tasks are {', '.join(TASKS)}")
+        check_choice("task", task, TASKS, where="instructions")
         if not str(text).strip():
             raise ValueError(f"the instruction of {task} is empty")
         out[task] = str(text)
@@ -126,13 +125,12 @@ def prompt_parts(
     Raises:
         ValueError: For an unknown template.
     """
+    check_choice("prompt template", template, TEMPLATES)
     if template == "alpaca":
         prefix = f"{ALPACA_PREAMBLE}\n\n### Instruction:\n{instruction}\n\n### Input:\n"
         return prefix, input_text, "\n\n### Response:\n"
-    if template == "llama2_chat":
-        system = f"<<SYS>>\n{system_prompt}\n<</SYS>>\n\n" if system_prompt else ""
-        return f"[INST] {system}{instruction}\n", input_text, " [/INST] "
-    raise ValueError(f"unknown prompt template {template!r}; choose from {', '.join(TEMPLATES)}")
+    system = f"<<SYS>>\n{system_prompt}\n<</SYS>>\n\n" if system_prompt else ""
+    return f"[INST] {system}{instruction}\n", input_text, " [/INST] "
 
 
 def format_prompt(template: str, instruction: str, input_text: str, system_prompt: str | None = None) -> str:
@@ -146,10 +144,8 @@ def check_format(s2_lf_input: str = "items", schema_form: str = "words") -> tupl
     Raises:
         ValueError: For a value outside :data:`S2_LF_INPUTS` or :data:`SCHEMA_FORMS`.
     """
-    if s2_lf_input not in S2_LF_INPUTS:
-        raise ValueError(f"unknown s2_lf_input {s2_lf_input!r}; choose from {', '.join(S2_LF_INPUTS)}")
-    if schema_form not in SCHEMA_FORMS:
-        raise ValueError(f"unknown schema_form {schema_form!r}; choose from {', '.join(SCHEMA_FORMS)}")
+    check_choice("s2_lf_input", s2_lf_input, S2_LF_INPUTS)
+    check_choice("schema_form", schema_form, SCHEMA_FORMS)
     return s2_lf_input, schema_form
 
 

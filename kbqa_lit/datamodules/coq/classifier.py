@@ -74,7 +74,7 @@ from kbqa_lit.datamodules.coq.classifier_inputs import (
 )
 from kbqa_lit.datamodules.samplers import LengthBucketSampler, UnrepeatedDistributedSampler
 from kbqa_lit.datamodules.split_files import STAGE_SPLITS, SplitFilesMixin, canonical_split
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 from kbqa_lit.kb.lf.normalize import schema_to_words
 from kbqa_lit.kb.store import is_endpoint
 from kbqa_lit.kb.store.loaders import ensure_store
@@ -171,13 +171,8 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
         fold: int | None = None,
     ) -> None:
         super().__init__()
-        if candidates not in CANDIDATE_MODES:
-            raise UserInputError(f"candidates must be one of {', '.join(CANDIDATE_MODES)}, got {candidates!r}")
-        if entity_item_relations not in ENTITY_ITEM_RELATION_MODES:
-            raise UserInputError(
-                f"entity_item_relations must be one of {', '.join(ENTITY_ITEM_RELATION_MODES)}, "
-                f"got {entity_item_relations!r}"
-            )
+        check_choice("candidates", candidates, CANDIDATE_MODES)
+        check_choice("entity_item_relations", entity_item_relations, ENTITY_ITEM_RELATION_MODES)
         if (num_folds is None) != (fold is None) or (
             num_folds is not None and (num_folds < 2 or not 0 <= int(fold or 0) < num_folds)
         ):

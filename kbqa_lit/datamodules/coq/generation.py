@@ -52,7 +52,7 @@ from kbqa_lit.datamodules.resumable import LoaderProgress, ResumableDataLoader
 from kbqa_lit.datamodules.samplers import LengthBucketSampler, UnrepeatedDistributedSampler
 from kbqa_lit.datamodules.split_files import SPLITS, STAGE_SPLITS, SplitFilesMixin, canonical_split
 from kbqa_lit.datamodules.tokenized_cache import TokenizedSplit, load_or_encode
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +143,7 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
         linking_top_k: int = 3,
     ) -> None:
         super().__init__()
-        if patterns not in PATTERN_MODES:
-            raise UserInputError(f"patterns must be one of {', '.join(PATTERN_MODES)}, got {patterns!r}")
+        check_choice("patterns", patterns, PATTERN_MODES)
         if top_k_patterns is not None and top_k_patterns < 1:
             raise UserInputError(f"top_k_patterns must be at least 1 (or null for all), got {top_k_patterns}")
         self._init_linking(linking, linking_store, linking_build_from, linking_top_k)

@@ -58,7 +58,7 @@ from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.datamodules.fc.seq2seq import FCSeq2SeqDataModule
 from kbqa_lit.datamodules.split_files import canonical_split
 from kbqa_lit.decoding.pairs import PAIR_MODES, PAIR_PARTNERS
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 
 log = logging.getLogger(__name__)
 
@@ -106,17 +106,11 @@ class ComposerDataModule(FCSeq2SeqDataModule):
     ) -> None:
         if num_distractors < 0:
             raise UserInputError(f"num_distractors must be >= 0, got {num_distractors}")
-        if knowledge not in KNOWLEDGE:
-            raise UserInputError(f"knowledge must be one of {', '.join(KNOWLEDGE)}, got {knowledge!r}")
+        check_choice("knowledge", knowledge, KNOWLEDGE)
         check_input_format(input_format)
-        if train_components not in TRAIN_COMPONENTS:
-            raise UserInputError(
-                f"train_components must be one of {', '.join(TRAIN_COMPONENTS)}, got {train_components!r}"
-            )
-        if pair_constraint not in PAIR_MODES:
-            raise UserInputError(f"pair_constraint must be one of {', '.join(PAIR_MODES)}, got {pair_constraint!r}")
-        if pair_partners not in PAIR_PARTNERS:
-            raise UserInputError(f"pair_partners must be one of {', '.join(PAIR_PARTNERS)}, got {pair_partners!r}")
+        check_choice("train_components", train_components, TRAIN_COMPONENTS)
+        check_choice("pair_constraint", pair_constraint, PAIR_MODES)
+        check_choice("pair_partners", pair_partners, PAIR_PARTNERS)
         self._pool: DistractorPool | None = None
         self._views: dict[str, list[KBQAExample]] = {}
         self._detected_train: list[Components] | None = None

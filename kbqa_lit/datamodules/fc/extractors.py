@@ -34,7 +34,7 @@ from kbqa_lit.data.fc.extractor_texts import DEFAULT_NEGATIVES, class_item, rela
 from kbqa_lit.data.fc.schema_source import SCHEMA_FILE, load_schema, ontology_classes
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.datamodules.relation_retrieval import PairCollator, RelationRetrievalDataModule, gold_schema_items
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 from kbqa_lit.kb.index.relation_inventory import RelationInventory
 from kbqa_lit.kb.lf.ontology import Ontology
 
@@ -100,8 +100,7 @@ class ExtractorDataModule(RelationRetrievalDataModule):
         num_workers: int = 0,
         seed: int = 0,
     ) -> None:
-        if kind not in EXTRACTOR_KINDS:
-            raise UserInputError(f"kind must be one of {', '.join(EXTRACTOR_KINDS)}, got {kind!r}")
+        check_choice("kind", kind, EXTRACTOR_KINDS)
         self.ontology: Ontology | None = None
         self._listed_classes: list[str] = []
         super().__init__(

@@ -35,7 +35,7 @@ from kbqa_lit.data.linking import oracle_inputs
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.datamodules.collate import Seq2SeqCollator
 from kbqa_lit.datamodules.split_files import STAGE_SPLITS, SplitFilesMixin, canonical_split
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 
 log = logging.getLogger(__name__)
 
@@ -94,12 +94,8 @@ class FCSeq2SeqDataModule(SplitFilesMixin, LightningDataModule):
         num_workers: int = 0,
     ) -> None:
         super().__init__()
-        if oracle not in self.ORACLES:
-            raise UserInputError(f"oracle must be one of {', '.join(self.ORACLES)}, got {oracle!r}")
-        if linking not in ("predicted", "dataset-given"):
-            raise UserInputError(
-                f"linking must be predicted or dataset-given (gold is oracle: linking), got {linking!r}"
-            )
+        check_choice("oracle", oracle, self.ORACLES)
+        check_choice("linking", linking, ("predicted", "dataset-given"), hint="gold is oracle: linking")
         self.save_hyperparameters()
         # any oracle hands evaluation the gold entities; otherwise the linking setting decides
         self._init_linking(linking if oracle == "none" else "gold", linking_store, linking_build_from, linking_top_k)

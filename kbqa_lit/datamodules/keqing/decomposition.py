@@ -24,7 +24,7 @@ from kbqa_lit.data.keqing.targets import decomposition_rows
 from kbqa_lit.data.keqing.templates import TemplateBank, mine_templates
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.datamodules.keqing.prompt_rows import PromptRowsBase
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +68,8 @@ class KeqingDecompositionDataModule(PromptRowsBase):
         num_workers: int = 0,
     ) -> None:
         super().__init__()
-        if target not in ("subquestions", "chains"):
-            raise UserInputError(f"target must be 'subquestions' or 'chains', got {target!r}")
-        if seed_form not in ("slot", "name"):
-            raise UserInputError(f"seed_form must be 'slot' or 'name', got {seed_form!r}")
+        check_choice("target", target, ("subquestions", "chains"))
+        check_choice("seed_form", seed_form, ("slot", "name"))
         self.save_hyperparameters()
         self.bank = self._bank(Path(templates), Path(train_file))
         self._texts: dict[str, list[tuple[str, str]]] = {}

@@ -32,8 +32,9 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.data.tfs.prompts import TASKS, check_format, prompt_parts, resolve_instructions, task_input, task_target
+from kbqa_lit.data.tfs.prompts import check_format, prompt_parts, resolve_instructions, task_input, task_target
 from kbqa_lit.datamodules.collate import IGNORE_INDEX, pad_sequences
+from kbqa_lit.errors import check_choice
 
 
 def left_pad(seqs: Sequence[Sequence[int]], value: int) -> torch.Tensor:
@@ -98,8 +99,7 @@ class InstructionEncoder:
 
     def parts(self, task: str, input_text: str) -> tuple[str, str, str]:
         """``(prefix, input, suffix)`` of the prompt of ``task``."""
-        if task not in self.instructions:
-            raise ValueError(f"unknown task {task!r}; choose from {', '.join(TASKS)}")
+        check_choice("task", task, self.instructions, error=ValueError)
         return prompt_parts(self.template, self.instructions[task], input_text, self.system_prompt)
 
     def prompt_text(self, task: str, input_text: str) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from kbqa_lit.errors import check_choice
 from kbqa_lit.kb.lf.iri import TYPE_RELATION, iri, is_entity_id, local_id
 from kbqa_lit.kb.lf.sexpr import base_relation
 from kbqa_lit.kb.store.execute import execute_many
@@ -120,12 +121,11 @@ class RelationChains:
 
 def typed_ask_query(cls: str, relation: str, side: str) -> str:
     """The ASK "an instance of ``cls`` is the subject (``side="domain"``) or object (``"range"``) of ``relation``"."""
+    check_choice("side", side, ("domain", "range"), error=ValueError)
     c, r, t = f"<{iri(cls)}>", f"<{iri(relation)}>", f"<{iri(TYPE_RELATION)}>"
     if side == "domain":
         return f"ASK {{ ?x {t} {c} . ?x {r} ?y }}"
-    if side == "range":
-        return f"ASK {{ ?y {t} {c} . ?x {r} ?y }}"
-    raise ValueError(f"side must be 'domain' or 'range', got {side!r}")
+    return f"ASK {{ ?y {t} {c} . ?x {r} ?y }}"
 
 
 class TypedRelations:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kbqa_lit.errors import StoreError, UserInputError
+from kbqa_lit.errors import StoreError, UserInputError, check_choice
 from kbqa_lit.kb.index.relation_inventory import EXCLUDED_RELATIONS, is_fact_relation
 from kbqa_lit.kb.lf.chains import Chain, Hop, chain_to_sexpr
 from kbqa_lit.kb.lf.iri import NS, iri, local_id
@@ -84,8 +84,7 @@ def relation_paths(store: object, entity: str, max_hops: int = 2, limit: int = 2
         UserInputError: When ``max_hops`` is not 1 or 2 or ``limit < 1``.
         StoreError: When the query fails (e.g. its timeout).
     """
-    if max_hops not in (1, 2):
-        raise UserInputError(f"max_hops must be 1 or 2, got {max_hops!r}")
+    check_choice("max_hops", max_hops, (1, 2))
     if limit < 1:
         raise UserInputError(f"limit must be >= 1, got {limit!r}")
     result = store.execute(_query(entity, max_hops, limit))  # type: ignore[attr-defined]

@@ -24,7 +24,7 @@ member with the best value (GrailQA's ``MAX`` sub-query; the default of the othe
 
 from __future__ import annotations
 
-from kbqa_lit.errors import SExprError
+from kbqa_lit.errors import SExprError, check_choice
 from kbqa_lit.kb.lf.iri import XSD
 
 #: Canonical semantics names.
@@ -69,9 +69,7 @@ def resolve_ties(ties: str | None, semantics: str) -> str:
     """
     if ties is None:
         return "first" if semantics in _FIRST_TIES else "all"
-    if ties not in TIES:
-        raise SExprError(f"unknown ties rule {ties!r}; expected one of {', '.join(TIES)}")
-    return ties
+    return check_choice("ties rule", ties, TIES, error=SExprError)
 
 
 def date_key(var: str) -> str:

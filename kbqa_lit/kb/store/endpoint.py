@@ -11,7 +11,7 @@ import re
 import time
 from typing import Any
 
-from kbqa_lit.errors import EndpointUnreachableError, StoreError
+from kbqa_lit.errors import EndpointUnreachableError, StoreError, check_choice
 from kbqa_lit.kb.lf.iri import local_id
 from kbqa_lit.kb.lf.literals import canonical_literal
 from kbqa_lit.kb.store.base import ExecutionResult, _CachingStore
@@ -79,8 +79,7 @@ class EndpointStore(_CachingStore):
         self._args = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         if not re.match(r"^https?://[^\s/]+", url, re.IGNORECASE):
             raise StoreError(f"not an http(s) SPARQL endpoint URL: {url!r}")
-        if method.upper() not in ("GET", "POST"):
-            raise ValueError(f"method must be GET or POST, not {method!r}")
+        check_choice("method", method.upper(), ("GET", "POST"))
         self.url = url
         self.timeout = float(timeout)
         self.retries = max(0, int(retries))

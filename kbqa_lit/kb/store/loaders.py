@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from kbqa_lit.errors import DataFormatError, StoreError, UserInputError
+from kbqa_lit.errors import DataFormatError, StoreError, UserInputError, check_choice
 from kbqa_lit.kb.lf.iri import (
     NAME_RELATION,
     TYPE_RELATION,
@@ -141,8 +141,7 @@ def iter_ntriples(files: Sequence[str | Path], fmt: str) -> Iterator[str]:
         UserInputError: For an unknown format or a missing file.
 
     """
-    if fmt not in FORMATS:
-        raise UserInputError(f"unknown triple format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    check_choice("triple format", fmt, FORMATS)
     seen: set[str] = set()
     for name in files:
         path = Path(name)
@@ -230,8 +229,7 @@ def build_store(
 
     start = time.perf_counter()
     out = Path(out_dir).expanduser()
-    if fmt not in FORMATS:
-        raise UserInputError(f"unknown triple format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    check_choice("triple format", fmt, FORMATS)
     if not files:
         raise UserInputError("no input files")
     for name in files:

@@ -30,7 +30,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kbqa_lit.errors import StoreError
+from kbqa_lit.errors import StoreError, check_choice
 from kbqa_lit.kb.store.base import (
     ExecutionResult,
     _CachingStore,
@@ -103,10 +103,9 @@ class OxigraphStore(_CachingStore):
             )
         if not any(path.iterdir()):
             raise StoreError(f"no knowledge-base store at {path}: the directory is empty")
+        check_choice("isolation", isolation, ("auto", "process", "thread"))
         if isolation == "auto":
             isolation = "process" if os.name == "posix" else "thread"
-        if isolation not in ("process", "thread"):
-            raise ValueError(f"isolation must be 'auto', 'process' or 'thread', not {isolation!r}")
         self.path = path.resolve()
         self.timeout = float(timeout)
         self.isolation = isolation

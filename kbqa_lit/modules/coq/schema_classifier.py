@@ -40,6 +40,7 @@ from kbqa_lit.backbones.common import architecture_signature, tokenizer_files, t
 from kbqa_lit.backbones.encoders import build_encoder, encoder_from_config, masked_mean
 from kbqa_lit.backbones.seq2seq import build_tokenizer
 from kbqa_lit.data.coq.classifier_texts import ENT_TASK, REL_TASK, entity_item_relations, entity_text, relation_text
+from kbqa_lit.errors import check_choice
 from kbqa_lit.modules.training_setup import adamw_with_warmup, decay_groups
 
 log = logging.getLogger(__name__)
@@ -99,8 +100,7 @@ class SchemaClassifier(LightningModule):
         max_entity_relations: int = 8,
     ) -> None:
         super().__init__()
-        if mode not in ("joint", "separate"):
-            raise ValueError(f"mode must be 'joint' or 'separate', got {mode!r}")
+        check_choice("mode", mode, ("joint", "separate"))
         if not 0.0 < threshold < 1.0:
             raise ValueError(f"threshold must be in (0, 1), got {threshold}")
         self.save_hyperparameters(ignore=["tokenizer"])

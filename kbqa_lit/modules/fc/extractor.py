@@ -21,7 +21,7 @@ from typing import Any, Literal
 from kbqa_lit.backbones.encoders import MINILM
 from kbqa_lit.data.fc.extractor_texts import class_item, relation_item
 from kbqa_lit.data.fc.schema_source import load_ontology
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import check_choice
 from kbqa_lit.kb.lf.ontology import Ontology
 from kbqa_lit.modules.cross_encoder import CrossEncoderRetriever
 
@@ -64,8 +64,7 @@ class ComponentExtractor(CrossEncoderRetriever):
         warmup_ratio: float = 0.1,
         max_length: int = 64,
     ) -> None:
-        if kind not in EXTRACTOR_KINDS:
-            raise UserInputError(f"kind must be one of {', '.join(EXTRACTOR_KINDS)}, got {kind!r}")
+        check_choice("kind", kind, EXTRACTOR_KINDS)
         super().__init__(
             encoder_name_or_path=encoder_name_or_path,
             encoder_config=encoder_config,

@@ -36,6 +36,7 @@ from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.utilities import rank_zero_info
 
 from kbqa_lit.data.schema import KBQAExample, write_jsonl
+from kbqa_lit.errors import check_choice
 from kbqa_lit.kb.store import open_store
 from kbqa_lit.pipelines.coq.patterns import PATTERN_SELECTION_MODES, PatternSelector
 from kbqa_lit.pipelines.coq.stage_figures import figure_metrics, schema_stage_figures
@@ -83,10 +84,8 @@ class PatternWriter(Callback):
         pairs: Literal["candidates", "refined"] = "candidates",
     ) -> None:
         super().__init__()
-        if mode not in PATTERN_SELECTION_MODES:
-            raise ValueError(f"mode must be one of {PATTERN_SELECTION_MODES}, got {mode!r}")
-        if pairs not in PAIR_SOURCES:
-            raise ValueError(f"pairs must be one of {PAIR_SOURCES}, got {pairs!r}")
+        check_choice("mode", mode, PATTERN_SELECTION_MODES)
+        check_choice("pairs", pairs, PAIR_SOURCES)
         self.pairs = pairs
         self.store_spec, self.out = store, out
         self.top_k, self.threshold, self.mode, self.seed = top_k, threshold, mode, seed

@@ -34,7 +34,7 @@ from kbqa_lit.data.coq.classifier_texts import entity_item_relations
 from kbqa_lit.data.coq.generator_inputs import gold_patterns
 from kbqa_lit.data.linking import inference_decomposition
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 from kbqa_lit.kb.index.connectivity import Connectivity, ask_query
 from kbqa_lit.kb.lf.iri import ALIAS_RELATION, NAME_RELATION, TYPE_RELATION, is_entity_id
 
@@ -134,8 +134,7 @@ class PatternSelector:
         max_entity_relations: int = 8,
         batch_size: int = 100,
     ) -> None:
-        if mode not in PATTERN_SELECTION_MODES:
-            raise UserInputError(f"pattern mode must be one of {', '.join(PATTERN_SELECTION_MODES)}, got {mode!r}")
+        check_choice("pattern mode", mode, PATTERN_SELECTION_MODES)
         if top_k < 1:
             raise UserInputError(f"top_k must be >= 1, got {top_k}")
         self.connectivity = Connectivity(store, batch_size) if store is not None else None

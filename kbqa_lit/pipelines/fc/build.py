@@ -34,7 +34,7 @@ from typing import Any
 import lightning as L
 
 from kbqa_lit.data.fc.schema_source import load_schema, ontology_classes
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 from kbqa_lit.kb.index.entity_index import EntityIndex
 from kbqa_lit.kb.index.relation_inventory import RelationInventory
 from kbqa_lit.modules.checkpoint_loading import load_module_checkpoint
@@ -164,8 +164,7 @@ def build_component_stage(cfg: Mapping[str, Any], store: Any) -> ComponentStage:
     pairs = PairBuilder(ontology, store, cfg["pairs"]["type_match"], bool(cfg["pairs"]["reverse_hops"]))
     sk = cfg["skeleton"]
     parser: Any = None
-    if sk["source"] not in SKELETON_SOURCES:
-        raise UserInputError(f"skeleton.source must be one of {', '.join(SKELETON_SOURCES)}, got {sk['source']!r}")
+    check_choice("skeleton.source", sk["source"], SKELETON_SOURCES)
     if sk["source"] == "neighbours":
         if not sk["train_files"]:
             raise UserInputError("skeleton.source neighbours needs skeleton.train_files (the training split)")

@@ -27,7 +27,7 @@ from kbqa_lit.decoding.grammar import BaseRules, SExprGrammar
 from kbqa_lit.decoding.pairs import PAIR_PARTNERS
 from kbqa_lit.decoding.processor import GrammarLogitsProcessor
 from kbqa_lit.decoding.tokens import TokenIndex
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 from kbqa_lit.kb.lf.denormalize import invert_labels
 from kbqa_lit.kb.store import KnowledgeBase
 from kbqa_lit.pipelines.fc.generation import Seq2SeqPart, generate_beams
@@ -98,10 +98,8 @@ class ComposerStage:
         batch_size: int = 16,
         workers: int = 1,
     ) -> None:
-        if constraint not in CONSTRAINTS:
-            raise UserInputError(f"constraint must be one of {', '.join(CONSTRAINTS)}, got {constraint!r}")
-        if partners not in PAIR_PARTNERS:
-            raise UserInputError(f"partners must be one of {', '.join(PAIR_PARTNERS)}, got {partners!r}")
+        check_choice("constraint", constraint, CONSTRAINTS)
+        check_choice("partners", partners, PAIR_PARTNERS)
         self.composer = composer
         self.constraint = constraint
         self.num_beams, self.max_new_tokens, self.chain_heads = num_beams, max_new_tokens, chain_heads

@@ -34,7 +34,7 @@ from typing import Any
 from kbqa_lit.data.fc.composer_examples import FC_META, Components, predicted_components
 from kbqa_lit.data.fc.literals import detect_literals
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 from kbqa_lit.kb.lf.denormalize import invert_labels
 from kbqa_lit.pipelines.fc.build import resolve_config
 from kbqa_lit.pipelines.fc.fill import SkeletonFiller
@@ -147,8 +147,7 @@ class FillComposition:
     ) -> None:
         self.form = form or resolve_form("fc", None, ["fill_composition"])
         self.fill = self.form.on("fill_composition")
-        if composition not in COMPOSITIONS:
-            raise UserInputError(f"composition must be one of {', '.join(COMPOSITIONS)}, got {composition!r}")
+        check_choice("composition", composition, COMPOSITIONS)
         if (composition != "fill" or not self.fill) and generated is None:
             what = f"composition {composition!r}" if self.fill else "the composer's choice (no fill_composition)"
             raise UserInputError(f"{what} needs the composer's predictions (generated: FILE)")

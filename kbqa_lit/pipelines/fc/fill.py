@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from kbqa_lit.data.fc.composer_examples import Components
 from kbqa_lit.data.fc.literals import LiteralMention
 from kbqa_lit.data.fc.skeletons import Node, parse_skeleton
-from kbqa_lit.errors import SExprError, UserInputError
+from kbqa_lit.errors import SExprError, check_choice
 from kbqa_lit.kb.lf.sexpr import SKELETON_TOKENS, base_relation, reverse_hop
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -192,8 +192,7 @@ class SkeletonFiller:
         order: str = "skeleton",
         extra_skeletons: int = 0,
     ) -> None:
-        if order not in ORDERS:
-            raise UserInputError(f"fill order must be one of {', '.join(ORDERS)}, got {order!r}")
+        check_choice("fill order", order, ORDERS)
         self.order = order
         self.extra_skeletons = max(0, int(extra_skeletons))
         self.top_relations = top_relations

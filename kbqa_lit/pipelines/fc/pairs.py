@@ -46,7 +46,7 @@ from typing import Any
 
 from kbqa_lit.data.fc.composer_inputs import Pair
 from kbqa_lit.data.fc.schema_source import LITERAL_TYPE_PREFIX
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 from kbqa_lit.kb.index.connectivity import RelationChains, TypedRelations
 from kbqa_lit.kb.lf.ontology import Ontology
 from kbqa_lit.kb.lf.sexpr import SKELETON_TOKENS, base_relation
@@ -104,8 +104,7 @@ class PairBuilder:
         reverse_hops: bool = True,
         batch_size: int = 100,
     ) -> None:
-        if type_match not in TYPE_MATCHES:
-            raise UserInputError(f"type_match must be one of {', '.join(TYPE_MATCHES)}, got {type_match!r}")
+        check_choice("type_match", type_match, TYPE_MATCHES)
         if type_match == "kb" and store is None:
             raise UserInputError("type_match 'kb' needs a store")
         self.ontology = ontology

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 from kbqa_lit.kb.index.connectivity import Connectivity
 
 ON_EMPTY = ("keep", "drop")
@@ -96,8 +96,7 @@ class RelationAwarePruner:
         on_empty: str = "keep",
         batch_size: int = 100,
     ) -> None:
-        if on_empty not in ON_EMPTY:
-            raise UserInputError(f"on_empty must be one of {', '.join(ON_EMPTY)}, got {on_empty!r}")
+        check_choice("on_empty", on_empty, ON_EMPTY)
         if top_k < 1:
             raise UserInputError(f"top_k must be >= 1, got {top_k}")
         self.connectivity = Connectivity(store, batch_size) if store is not None else None

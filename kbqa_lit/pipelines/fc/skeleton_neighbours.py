@@ -30,7 +30,7 @@ from kbqa_lit.backbones.common import MINILM
 from kbqa_lit.backbones.sentence_encoder import SentenceEncoder
 from kbqa_lit.data.fc.skeletons import parser_example
 from kbqa_lit.data.schema import read_jsonl
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 
 #: How the neighbours rank their skeletons.
 VOTES = ("max", "sum")
@@ -63,8 +63,7 @@ class NeighbourSkeletons:
         encoder: str = MINILM,
         vote: str = "max",
     ) -> None:
-        if vote not in VOTES:
-            raise UserInputError(f"skeleton neighbours vote must be one of {', '.join(VOTES)}, got {vote!r}")
+        check_choice("skeleton neighbours vote", vote, VOTES)
         self.vote = vote
         if k < 1:
             raise UserInputError(f"skeleton neighbours k must be >= 1, got {k}")

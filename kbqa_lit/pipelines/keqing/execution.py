@@ -26,7 +26,7 @@ from typing import Any
 
 from kbqa_lit.data.keqing.decomposition import ANSWER_SEED, SLOT, Decomposition, SubQuestion
 from kbqa_lit.data.keqing.templates import TemplateBank
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 from kbqa_lit.kb.index.entity_index import normalize_surface
 from kbqa_lit.kb.lf.chains import Chain, chain_text, parse_chain
 from kbqa_lit.pipelines.keqing.reasoning import ReasoningResult
@@ -135,8 +135,7 @@ class DecompositionExecutor:
         select: str = "union",
         lookup: Callable[[str], list[str]] | None = None,
     ) -> None:
-        if select not in SELECTS:
-            raise UserInputError(f"unknown retrieval select {select!r}: use one of {', '.join(SELECTS)}")
+        check_choice("retrieval select", select, SELECTS)
         self.bank = bank
         self.templates = bank.templates
         self.executor = executor

@@ -33,7 +33,7 @@ from typing import Literal
 from kbqa_lit.data.keqing.targets import gold_subquestions
 from kbqa_lit.data.keqing.templates import TemplateBank, example_chain
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 from kbqa_lit.kb.lf.chains import Chain
 from kbqa_lit.pipelines.keqing.reasoning import Triple, context_names, parse_answers, reasoning_prompt, step_question
 from kbqa_lit.pipelines.keqing.retrieval import ChainExecutor, Path
@@ -115,8 +115,7 @@ def reasoning_rows(
     Raises:
         UserInputError: For an unknown ``context``, or ``context="step"`` without a bank.
     """
-    if context not in CONTEXTS:
-        raise UserInputError(f"unknown reasoning-data context {context!r}: use one of {', '.join(CONTEXTS)}")
+    check_choice("reasoning-data context", context, CONTEXTS)
     if context == "step" and bank is None:
         raise UserInputError(
             "reasoning-data context 'step' words each sub-question as the decomposer does and needs the "

@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 from kbqa_lit.kb.lf.chains import Chain, Hop
 from kbqa_lit.kb.lf.iri import local_id
 from kbqa_lit.kb.lf.literals import canonical_literal
@@ -78,8 +78,7 @@ class ChainExecutor:
     def __init__(
         self, store: KnowledgeBase, semantics: str = "simple-path", max_paths: int = 2000, batch_size: int = 200
     ) -> None:
-        if semantics not in SEMANTICS:
-            raise UserInputError(f"unknown chain semantics {semantics!r}: use one of {', '.join(SEMANTICS)}")
+        check_choice("chain semantics", semantics, SEMANTICS)
         if max_paths < 1 or batch_size < 1:
             raise UserInputError(f"max_paths and batch_size must be >= 1, got {max_paths} and {batch_size}")
         self.store = store

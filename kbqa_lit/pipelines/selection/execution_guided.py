@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import islice
 from typing import Any
 
-from kbqa_lit.errors import SExprError
+from kbqa_lit.errors import SExprError, check_choice
 from kbqa_lit.kb.lf.denormalize import denormalize_sexpr
 from kbqa_lit.kb.lf.iri import NAME_RELATION, NS
 from kbqa_lit.kb.lf.sparql import SEMANTICS, sexpr_to_sparql
@@ -390,8 +390,7 @@ class ExecutionGuidedSelector:
         """Choose the answers of one question (see :func:`select_answer` for the arguments)."""
         if isinstance(beams, str):
             raise TypeError("beams must be a sequence of strings, not one string")
-        if semantics not in SEMANTICS:
-            raise ValueError(f"unknown answer semantics {semantics!r}; expected one of {SEMANTICS}")
+        check_choice("answer semantics", semantics, SEMANTICS)
         beams = list(beams if self.max_beams is None else beams[: self.max_beams])
         errors: list[tuple[int, str]] = []
         queries = _candidates(beams, semantics, label_to_ids, candidates, errors)

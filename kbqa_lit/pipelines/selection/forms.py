@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, check_choice
 
 #: The forms of every system.
 FORMS = ("paper", "extended")
@@ -130,10 +130,9 @@ def resolve_form(system: str, form: str | None = "paper", extensions: Iterable[s
         UserInputError: For an unknown system, form or extension, an extension the system does
             not offer, or ``extended`` with an empty list.
     """
-    if system not in OFFERED:
-        raise UserInputError(f"unknown system {system!r}; expected one of {', '.join(SYSTEMS)}")
-    if form is not None and form not in FORMS:
-        raise UserInputError(f"form must be one of {', '.join(FORMS)}, got {form!r}")
+    check_choice("system", system, OFFERED)
+    if form is not None:
+        check_choice("form", form, FORMS)
     if extensions is None:
         chosen = set(EXTENDED[system]) if form == "extended" else set()
     else:

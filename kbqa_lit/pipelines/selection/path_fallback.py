@@ -36,7 +36,7 @@ import torch
 
 from kbqa_lit.backbones.common import MINILM
 from kbqa_lit.backbones.sentence_encoder import CachedEmbeddings, SentenceEncoder
-from kbqa_lit.errors import StoreError, UserInputError
+from kbqa_lit.errors import StoreError, UserInputError, check_choice
 from kbqa_lit.kb.index.paths import RelationPath, mediator_paths, relation_paths
 from kbqa_lit.kb.lf.chains import chain_from_sexpr
 from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector, Selection, fallback_answers
@@ -89,8 +89,7 @@ class PathFallback:
         limit: int = 20000,
         override_margin: float | None = None,
     ) -> None:
-        if max_hops not in (1, 2):
-            raise UserInputError(f"path fallback: max_hops must be 1 or 2, got {max_hops!r}")
+        check_choice("max_hops", max_hops, (1, 2), where="path fallback")
         if max_candidates < 1:
             raise UserInputError(f"path fallback: max_candidates must be >= 1, got {max_candidates!r}")
         if override_margin is not None and override_margin < 0:

@@ -19,15 +19,19 @@ settings (see ``configs/tfs/pipeline.yaml``)::
 Every field is typed: an unknown key, a wrong type or a missing required value is a
 :class:`~kbqa_lit.errors.UserInputError` naming the file and the field. :func:`run_pipeline` runs
 a parsed config. The old ``linking.surface_index: kb`` (``null``) still reads, as ``linkers: [kb]``
-(``[]``).
+(``[]``). ``kbqa lora pipeline --set members.0.adapters.s1=DIR`` changes the mapping read from the
+file before :func:`parse_pipeline_config` types it; :func:`check_override_key` names a key that is
+no field.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import types
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union, get_args, get_origin, get_type_hints
 
 from jsonargparse import ArgumentParser
 
@@ -170,8 +174,18 @@ def load_pipeline_config(path: str | Path) -> TFSPipelineConfig:
     Raises:
         UserInputError: A missing file, or a config that does not parse, naming the file and why.
     """
+    return parse_pipeline_config(read_config_mapping(path, "pipeline"), path)
+
+
+def parse_pipeline_config(raw: dict[str, Any], path: str | Path) -> TFSPipelineConfig:
+    """Type-check a pipeline config read from ``path`` (and changed by ``--set``, :func:`check_override_key`).
+
+    Raises:
+        UserInputError: A config that does not parse, naming the file and why: an unknown key, a wrong
+            type, no member, a member's adapter for a task that is none of ``s1``, ``s2_items``,
+            ``s2_lf``, ``s3``, or the ``file`` linker without ``linking.results_file``.
+    """
     path = Path(path)
-    raw = read_config_mapping(path, "pipeline")
     _upgrade_linking(raw, path)
     parser = _parser()
     try:
@@ -181,9 +195,67 @@ def load_pipeline_config(path: str | Path) -> TFSPipelineConfig:
         raise UserInputError(f"bad pipeline config {path}: {exc}") from None
     if not built.members:
         raise UserInputError(f"bad pipeline config {path}: 'members' lists at least one model")
+    tasks = _adapter_tasks()
+    for member in built.members:
+        unknown = sorted(set(member.adapters) - set(tasks))
+        if unknown:
+            raise UserInputError(
+                f"bad pipeline config {path}: member {member.name}: adapters for unknown tasks {unknown} "
+                f"(tasks: {', '.join(tasks)})"
+            )
     if "file" in built.linking.linkers and not built.linking.results_file:
         raise UserInputError(f"bad pipeline config {path}: linking.linkers has 'file' but no linking.results_file")
     return built
+
+
+def _adapter_tasks() -> tuple[str, ...]:
+    """The tasks a member's ``adapters`` may name (``s1``, ``s2_items``, ``s2_lf``, ``s3``)."""
+    from kbqa_lit.pipelines.tfs.members import STRATEGY_TASKS
+
+    return tuple(task for tasks in STRATEGY_TASKS.values() for task in tasks)
+
+
+def check_override_key(key: str) -> None:
+    """Require a ``--set`` key to name a field of :class:`TFSPipelineConfig`.
+
+    The parts walk the config's dataclasses; a list takes an index (``members.0.adapters.s1``), a
+    member's ``adapters`` a task, its ``overrides`` any key. Whether an index exists is for the
+    setter to say (:func:`kbqa_lit.tools.common.set_dotted`), the value's type for the parser.
+
+    Raises:
+        UserInputError: Naming ``key``, the part that is wrong and what it could be.
+    """
+    hint: Any = TFSPipelineConfig
+    owner: tuple[Any, str] | None = None
+    parts = key.split(".")
+    for depth, part in enumerate(parts):
+        where = ".".join(parts[:depth]) or "the config"
+        hint = _without_none(hint)
+        if dataclasses.is_dataclass(hint):
+            names = [f.name for f in dataclasses.fields(hint)]
+            if part not in names:
+                raise UserInputError(f"--set {key}: {where} has no key {part!r} (keys: {', '.join(names)})")
+            owner, hint = (hint, part), get_type_hints(hint)[part]
+        elif get_origin(hint) is list:
+            if not part.isdigit():
+                raise UserInputError(f"--set {key}: {where} is a list; index it with a number ({where}.0)")
+            hint = get_args(hint)[0]
+        elif get_origin(hint) is dict:
+            tasks = _adapter_tasks()
+            if owner == (MemberConfig, "adapters") and part not in tasks:
+                raise UserInputError(f"--set {key}: {where} has no task {part!r} (tasks: {', '.join(tasks)})")
+            hint = get_args(hint)[1]
+        else:
+            raise UserInputError(f"--set {key}: {where} is a value, not a section with keys")
+
+
+def _without_none(hint: Any) -> Any:
+    """``X`` for ``Optional[X]``; any other type as it is."""
+    args = get_args(hint)
+    if get_origin(hint) in (Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        return rest[0] if len(rest) == 1 else hint
+    return hint
 
 
 def _upgrade_linking(raw: dict[str, Any], path: Path) -> None:
@@ -336,6 +408,8 @@ __all__ = [
     "MemberConfig",
     "TFSPipelineConfig",
     "build_linkers",
+    "check_override_key",
     "load_pipeline_config",
+    "parse_pipeline_config",
     "run_pipeline",
 ]

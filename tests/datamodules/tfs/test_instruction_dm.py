@@ -156,7 +156,7 @@ def test_instruction_overrides_and_errors(data_dir: Path) -> None:
     assert dm.tokenizer.decode(row["prompt_ids"], skip_special_tokens=True).startswith("[INST] Answer it.\n")
     with pytest.raises(UserInputError, match="unknown task"):
         InstructionDataModule(data_dir=str(data_dir), tasks=["s4"])
-    with pytest.raises(UserInputError, match="unknown task"):
+    with pytest.raises(UserInputError, match="instructions: task must be one of .*; got 's9'"):
         InstructionDataModule(data_dir=str(data_dir), instructions={"s9": "x"})
     with pytest.raises(UserInputError, match="template"):
         InstructionDataModule(data_dir=str(data_dir), template="vicuna")

@@ -206,7 +206,7 @@ def test_union_is_the_default_and_the_second_templates_chains_add_candidates(wor
         "m.x",
         "m.z",
     ]
-    with pytest.raises(UserInputError, match="unknown retrieval select"):
+    with pytest.raises(UserInputError, match="retrieval select must be one of"):
         DecompositionExecutor(BANK, ChainExecutor(world["store"]), "every")
 
 
@@ -245,5 +245,5 @@ def test_training_rows_show_what_the_reasoner_sees_at_inference(world):
     assert once.prompts == [last[0]["prompt"]]  # scope last: the whole question over the last hop's triples
     with pytest.raises(UserInputError, match="needs the template bank"):
         reasoning_rows([EXAMPLE], ChainExecutor(world["store"]), label)
-    with pytest.raises(UserInputError, match="unknown reasoning-data context"):
+    with pytest.raises(UserInputError, match="reasoning-data context must be one of"):
         reasoning_rows([EXAMPLE], ChainExecutor(world["store"]), label, context="all", bank=BANK)  # type: ignore[arg-type]

@@ -50,7 +50,7 @@ def test_with_extension_keeps_the_order_and_is_idempotent() -> None:
 @pytest.mark.parametrize(
     ("system", "form", "extensions", "message"),
     [
-        ("cog", "paper", None, "unknown system 'cog'"),
+        ("cog", "paper", None, "system must be one of coq, fc, keqing, tfs; got 'cog'"),
         ("coq", "papr", None, "form must be one of paper, extended"),
         ("coq", None, ["path_falback"], "unknown extensions ['path_falback']"),
         ("coq", None, ["fill_composition"], "coq does not offer the extensions ['fill_composition']"),

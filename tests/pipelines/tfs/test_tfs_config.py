@@ -52,6 +52,7 @@ def test_the_old_surface_index_reads_as_linkers(tmp_path: Path, old: str, linker
         ("kb: {store: s}\nmembers: [{name: m, adapters: {s1: a}}]\nlinking: {linkers: [elq]}\n", "linkers"),
         ("kb: {store: s}\nmembers: [{name: m, adapters: {s1: a}}]\nlinking: {linkers: [kb, file]}\n", "results_file"),
         ("kb: {store: s}\nmembers: [{name: m, adapters: {s1: a}, s2_lf_input: both}]\n", "s2_lf_input"),
+        ("kb: {store: s}\nmembers: [{name: m, adapters: {s1: a, s4: b}}]\n", "unknown tasks ['s4']"),
         ("- just\n- a list\n", "mapping"),
     ],
 )

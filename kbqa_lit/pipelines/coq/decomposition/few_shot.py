@@ -47,7 +47,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from kbqa_lit.errors import DataFormatError, UserInputError
+from kbqa_lit.errors import DataFormatError, UserInputError, check_choice
 from kbqa_lit.pipelines.coq.decomposition.parser import HEADER_TEMPLATE, parse_decomposition
 
 #: Datasets with shipped cases.
@@ -108,8 +108,7 @@ def shipped_cases_path(dataset: str) -> Path:
     Raises:
         UserInputError: For a dataset without shipped cases.
     """
-    if dataset not in DATASETS:
-        raise UserInputError(f"no decomposition cases for dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
+    check_choice("dataset", dataset, DATASETS, hint="the datasets with shipped decomposition cases")
     return Path(
         str(resources.files("kbqa_lit.pipelines.coq.decomposition").joinpath("cases").joinpath(f"{dataset}.txt"))
     )
@@ -210,13 +209,10 @@ class DecompositionPrompt:
         stop: list[str] | None = None,
         instruction_preset: str = DEFAULT_INSTRUCTION_PRESET,
     ) -> None:
-        if style not in STYLES:
-            raise UserInputError(f"prompt style must be one of {', '.join(STYLES)}, got {style!r}")
-        if instruction_preset not in INSTRUCTIONS:
-            raise UserInputError(
-                f"unknown instruction preset {instruction_preset!r}; choose one of {', '.join(INSTRUCTIONS)} "
-                "(or give the text as prompt.instruction)"
-            )
+        check_choice("prompt style", style, STYLES)
+        check_choice(
+            "instruction preset", instruction_preset, INSTRUCTIONS, hint="or give the text as prompt.instruction"
+        )
         self.dataset = dataset
         self.cases_file = cases_file
         self.style = style

@@ -28,7 +28,7 @@ Fields written on each example (the shared contract of CoQ's front half):
 from __future__ import annotations
 
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.errors import SExprError, UserInputError
+from kbqa_lit.errors import SExprError, check_choice
 from kbqa_lit.kb.lf.sexpr import schema_items
 from kbqa_lit.pipelines.coq.decomposition.parser import Decomposition, parse_decomposition, with_placeholders
 
@@ -45,10 +45,8 @@ META_KEYS = (
 
 def check_variant(variant: str, source: str = "backend") -> None:
     """Raise :class:`~kbqa_lit.errors.UserInputError` for an unknown variant or source."""
-    if variant not in VARIANTS:
-        raise UserInputError(f"unknown decomposition variant {variant!r}; choose one of {', '.join(VARIANTS)}")
-    if source not in SOURCES:
-        raise UserInputError(f"unknown decomposition source {source!r}; choose one of {', '.join(SOURCES)}")
+    check_choice("decomposition variant", variant, VARIANTS)
+    check_choice("decomposition source", source, SOURCES)
 
 
 def apply_variant(decomposition: Decomposition, variant: str) -> Decomposition:

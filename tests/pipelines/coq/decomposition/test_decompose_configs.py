@@ -72,7 +72,7 @@ def test_overrides_win_over_the_file():
             "modle",
         ),
         ("prompt:\n  dataset: freebase\n", "freebase"),
-        ("prompt:\n  instruction_preset: hashes\n", "instruction preset 'hashes'"),
+        ("prompt:\n  instruction_preset: hashes\n", "instruction preset must be one of .*; got 'hashes'"),
     ],
 )
 def test_bad_configs_are_user_errors(tmp_path, text, match):

@@ -84,7 +84,10 @@ def test_own_case_file_and_num_cases(tmp_path):
 def test_missing_case_file_and_unknown_dataset(tmp_path):
     with pytest.raises(UserInputError, match="no such decomposition case file"):
         DecompositionPrompt(cases_file=str(tmp_path / "nope.txt"))
-    with pytest.raises(UserInputError, match="no decomposition cases for dataset 'freebase'"):
+    with pytest.raises(
+        UserInputError,
+        match=r"dataset must be one of .*; got 'freebase' \(the datasets with shipped decomposition cases",
+    ):
         DecompositionPrompt("freebase")
 
 

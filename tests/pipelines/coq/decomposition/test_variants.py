@@ -78,7 +78,7 @@ def test_gold_decomposition():
 
 
 def test_unknown_variant_or_source():
-    with pytest.raises(UserInputError, match="variant 'partial'"):
+    with pytest.raises(UserInputError, match="decomposition variant must be one of .*; got 'partial'"):
         check_variant("partial")
-    with pytest.raises(UserInputError, match="source 'oracle'"):
+    with pytest.raises(UserInputError, match="decomposition source must be one of .*; got 'oracle'"):
         check_variant("full", "oracle")
