@@ -57,7 +57,13 @@ def _chdir_root(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_sweeps_are_there():
-    assert {p.stem for p in SWEEP_FILES} >= {"coq_alpha", "coq_lr_beams", "coq_topk_patterns", "tfs_lora_r"}
+    assert {p.stem for p in SWEEP_FILES} >= {
+        "coq_alpha",
+        "coq_lr_beams",
+        "coq_topk_patterns",
+        "tfs_lora_r",
+        "coq_extensions",
+    }
 
 
 @pytest.mark.parametrize("path", SWEEP_FILES, ids=_ids)
@@ -67,7 +73,9 @@ def test_sweep_file_format(path: Path):
     assert sweep["metric"]["goal"] in ("maximize", "minimize")
     assert sweep["metric"]["name"].split("/")[0] in ("val", "test", "train")
     command = [str(c) for c in sweep["command"]]
-    assert command[:4] == ["${env}", "${interpreter}", "-m", "kbqa_lit"] and command[4] == "fit"
+    assert command[:4] == ["${env}", "${interpreter}", "-m", "kbqa_lit"] and command[4] in ("fit", "test")
+    if command[4] == "test":  # a sweep over the answering step tests one checkpoint
+        assert "--ckpt_path" in command and sweep["metric"]["name"].startswith("test/")
     assert command[-1] == "${args}", "${args} (--key=value) must come last, after every --config"
     assert "${args_no_hyphens}" not in command, "LightningCLI rejects key=value without --"
     configs = [command[i + 1] for i, c in enumerate(command) if c == "--config"]

@@ -32,11 +32,14 @@ def test_the_composer_trains_and_tests_on_the_detected_training_file(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     work = tmp_path / "work"
-    commands = {c.step: c for c in load_pipeline(CONFIGS / "fc" / name, {"work": str(work)}).commands()}
-    detect = commands["detect"]
-    assert _sets(detect.argv)["files"].startswith(f"[{work}/world/train.jsonl,")
-    assert _sets(detect.argv)["out_dir"] == f"{work}/detected"
-    assert work / "detected" / "train.jsonl" in detect.outputs  # an older run's dev/test-only detection reruns
+    every = load_pipeline(CONFIGS / "fc" / name, {"work": str(work)}).commands()
+    commands = {c.step: c for c in every}
+    detects = [c for c in every if c.step == "detect"]  # one command for all files, or one per split
+    files = ",".join(_sets(c.argv)["files"].strip("[]") for c in detects)
+    assert files.startswith(f"{work}/world/train.jsonl,")
+    assert {_sets(c.argv)["out_dir"] for c in detects} == {f"{work}/detected"}
+    # an older run's dev/test-only detection reruns
+    assert work / "detected" / "train.jsonl" in [o for c in detects for o in c.outputs]
     fit = _data(commands["composer"].argv, capsys)
     assert fit["train_file"] == f"{work}/detected/train.jsonl"
     assert (fit["input_format"], fit["train_components"]) == ("paper", "detected")
