@@ -160,6 +160,8 @@ def _rewrite(node: Node) -> tuple[Node, bool]:
     else:
         expr_args = range(len(args))
     for i in expr_args:
+        if i >= len(args):  # a generated skeleton of the wrong arity, e.g. (JOIN [REL]): nothing to rewrite there
+            continue
         new, done = _rewrite(args[i])
         if done:
             return [head, *args[:i], new, *args[i + 1 :]], True

@@ -66,6 +66,11 @@ def test_skeleton_of_an_s_expression():
         ("(JOIN (R <rel>) (JOIN (R <rel>) (JOIN (R <rel>) <entity>)))", None),
         ("(AND <class> (lt <rel> <literal>))", None),
         ("<class>", None),
+        # generated skeletons of the wrong arity parse, and have no rewrite (the comparison's run met one)
+        ("(JOIN <rel>)", None),
+        ("(AND (JOIN <rel>) <class>)", None),
+        ("(ARGMAX)", None),
+        ("(TC)", None),
     ],
 )
 def test_chain_alternative(top1, alternative):
