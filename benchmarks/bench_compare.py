@@ -46,18 +46,21 @@ def main() -> int:
         subprocess.run(cmd, check=True, cwd=ROOT)
     top = _latest(read_timings(args.work / "pipeline_timings.jsonl"))
     print(f"comparison under {args.work}")
-    print(f"{'part':<10} {'minutes':>8} {'slowest step':<40}")
+    print(f"{'part':<20} {'minutes':>8}  slowest step")
     total = 0.0
     for part, seconds in top.items():
-        name = part[0]
+        name = part[0] + (f"[{','.join(v for _, v in part[1])}]" if part[1] else "")
         slowest = ""
-        if name in SYSTEMS and (args.work / name / "pipeline_timings.jsonl").is_file():
-            inner = _latest(read_timings(args.work / name / "pipeline_timings.jsonl"))
+        inner_file = args.work / part[0] / "pipeline_timings.jsonl"
+        if part[0] in SYSTEMS and inner_file.is_file():
+            # a chain's own steps: the sum is right across resumed runs (the outer record holds the last run only)
+            inner = _latest(read_timings(inner_file))
+            seconds = sum(inner.values())
             step, secs = max(inner.items(), key=lambda kv: kv[1])
             slowest = f"{step[0]}{dict(step[1]) or ''} {secs / 60:.1f} min"
-        print(f"{name:<10} {seconds / 60:>8.1f} {slowest:<40}")
+        print(f"{name:<20} {seconds / 60:>8.1f}  {slowest}")
         total += seconds
-    print(f"{'total':<10} {total / 60:>8.1f}   budget {BUDGET_MIN:.0f} min: ratio {total / 60 / BUDGET_MIN:.2f}")
+    print(f"{'total':<20} {total / 60:>8.1f}  budget {BUDGET_MIN:.0f} min: ratio {total / 60 / BUDGET_MIN:.2f}")
     return 0
 
 
