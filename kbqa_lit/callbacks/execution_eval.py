@@ -58,11 +58,12 @@ from kbqa_lit.kb.store import StoreSpec
 from kbqa_lit.metrics.answer_metrics import AnswerMetrics
 from kbqa_lit.metrics.functional import QuestionScore, score_question
 from kbqa_lit.metrics.lf_match import load_reverse_properties
+from kbqa_lit.pipelines.batch_hooks import EvalBatchCallback
 from kbqa_lit.pipelines.selection.chain import AnswerChain
 from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector, KBNameLookup, Selection
 
 
-class ExecutionGuidedEval(L.Callback):
+class ExecutionGuidedEval(EvalBatchCallback):
     """Execution-guided evaluation of a logical-form generator (CoQ's inference) with metrics and files.
 
     Args:
@@ -297,44 +298,12 @@ class ExecutionGuidedEval(L.Callback):
         if "predict" in self.stages:
             self._start("predict", pl_module)
 
-    def on_validation_batch_end(
-        self,
-        trainer: L.Trainer,
-        pl_module: L.LightningModule,
-        outputs: Any,
-        batch: Any,
-        batch_idx: int,
-        dataloader_idx: int = 0,
+    def eval_batch_end(
+        self, stage: str, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any
     ) -> None:
-        """Generate, select and score the batch's questions."""
-        if "validate" in self.stages:
-            self._batch("validate", trainer, pl_module, outputs, batch)
-
-    def on_test_batch_end(
-        self,
-        trainer: L.Trainer,
-        pl_module: L.LightningModule,
-        outputs: Any,
-        batch: Any,
-        batch_idx: int,
-        dataloader_idx: int = 0,
-    ) -> None:
-        """Generate, select and score the batch's questions."""
-        if "test" in self.stages:
-            self._batch("test", trainer, pl_module, outputs, batch)
-
-    def on_predict_batch_end(
-        self,
-        trainer: L.Trainer,
-        pl_module: L.LightningModule,
-        outputs: Any,
-        batch: Any,
-        batch_idx: int,
-        dataloader_idx: int = 0,
-    ) -> None:
-        """Generate and select the batch's answers."""
-        if "predict" in self.stages:
-            self._batch("predict", trainer, pl_module, outputs, batch)
+        """Generate, select and score the batch's questions (in ``predict``: generate and select)."""
+        if stage in self.stages:
+            self._batch(stage, trainer, pl_module, outputs, batch)
 
     def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Sync metrics, log them, write the prediction file and table."""

@@ -32,6 +32,7 @@ import lightning as L
 import torch
 
 from kbqa_lit.atomic import write_json_atomic
+from kbqa_lit.pipelines.batch_hooks import EvalBatchCallback
 
 GIB = 1024**3
 
@@ -63,7 +64,7 @@ def _count(batch: Any) -> tuple[int, int, int]:
     return 0, 0, 0
 
 
-class ThroughputProbe(L.Callback):
+class ThroughputProbe(EvalBatchCallback):
     """Measure a run's speed and memory and write them to a JSON file.
 
     Args:
@@ -198,21 +199,16 @@ class ThroughputProbe(L.Callback):
         self._eval = {}
         self._write(trainer, stage, record)
 
+    def eval_batch_end(
+        self, stage: str, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any
+    ) -> None:
+        """Count the test or prediction batch, and a validation batch of a ``kbqa validate`` run."""
+        if stage != "validate" or trainer.state.fn == "validate":
+            self._eval_batch(batch)
+
     def on_test_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Start the test epoch's clock."""
         self._eval_start(pl_module)
-
-    def on_test_batch_end(
-        self,
-        trainer: L.Trainer,
-        pl_module: L.LightningModule,
-        outputs: Any,
-        batch: Any,
-        batch_idx: int,
-        dataloader_idx: int = 0,
-    ) -> None:
-        """Count the test batch."""
-        self._eval_batch(batch)
 
     def on_test_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Write the ``test`` record (after the callbacks listed before this one ended their epoch)."""
@@ -223,19 +219,6 @@ class ThroughputProbe(L.Callback):
         if not trainer.training and trainer.state.fn == "validate":
             self._eval_start(pl_module)
 
-    def on_validation_batch_end(
-        self,
-        trainer: L.Trainer,
-        pl_module: L.LightningModule,
-        outputs: Any,
-        batch: Any,
-        batch_idx: int,
-        dataloader_idx: int = 0,
-    ) -> None:
-        """Count the validation batch."""
-        if trainer.state.fn == "validate":
-            self._eval_batch(batch)
-
     def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Write the ``validate`` record of a ``kbqa validate`` run."""
         if trainer.state.fn == "validate":
@@ -244,18 +227,6 @@ class ThroughputProbe(L.Callback):
     def on_predict_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Start the prediction epoch's clock."""
         self._eval_start(pl_module)
-
-    def on_predict_batch_end(
-        self,
-        trainer: L.Trainer,
-        pl_module: L.LightningModule,
-        outputs: Any,
-        batch: Any,
-        batch_idx: int,
-        dataloader_idx: int = 0,
-    ) -> None:
-        """Count the prediction batch."""
-        self._eval_batch(batch)
 
     def on_predict_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Write the ``predict`` record."""

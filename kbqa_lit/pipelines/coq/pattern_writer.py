@@ -32,12 +32,12 @@ from typing import Any, Literal
 
 import lightning as L
 import torch.distributed as dist
-from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.utilities import rank_zero_info
 
 from kbqa_lit.data.schema import KBQAExample, write_jsonl
 from kbqa_lit.errors import check_choice
 from kbqa_lit.kb.store import open_store
+from kbqa_lit.pipelines.batch_hooks import EvalBatchCallback
 from kbqa_lit.pipelines.coq.patterns import PATTERN_SELECTION_MODES, PatternSelector
 from kbqa_lit.pipelines.coq.stage_figures import figure_metrics, schema_stage_figures
 
@@ -53,7 +53,7 @@ def refine(scored: list[list[Any]], threshold: float, min_refined: int = 0) -> l
     return [x for n, x in enumerate(ranked) if x[1] >= threshold or n < min_refined]
 
 
-class PatternWriter(Callback):
+class PatternWriter(EvalBatchCallback):
     """Write refined relations/entities and top-k patterns of ``kbqa predict`` into the examples.
 
     Args:
@@ -116,16 +116,12 @@ class PatternWriter(Callback):
     def _examples(self, trainer: L.Trainer) -> list[KBQAExample]:
         return trainer.datamodule.examples("predict")  # type: ignore[union-attr]
 
-    def on_predict_batch_end(
-        self,
-        trainer: L.Trainer,
-        pl_module: L.LightningModule,
-        outputs: Any,
-        batch: Any,
-        batch_idx: int,
-        dataloader_idx: int = 0,
+    def eval_batch_end(
+        self, stage: str, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any
     ) -> None:
-        """Refine and select the patterns of each example of the batch."""
+        """Refine and select the patterns of each example of a ``predict`` batch."""
+        if stage != "predict":
+            return
         assert self._selector is not None
         examples = self._examples(trainer)
         threshold = self.threshold if self.threshold is not None else float(pl_module.hparams.threshold)
