@@ -34,8 +34,8 @@ from torch.utils.data import DataLoader
 
 from kbqa_lit.backbones.encoders import MINILM, build_encoder_tokenizer
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.datamodules.samplers import UnrepeatedDistributedSampler
 from kbqa_lit.datamodules.split_files import SplitFilesMixin, canonical_split
+from kbqa_lit.datamodules.tokenizer_sizes import TokenizerSizesMixin
 from kbqa_lit.errors import DataFormatError, KBQAError, UserInputError
 from kbqa_lit.kb.index.relation_inventory import BM25RelationRanker, RelationInventory, load_inventory
 from kbqa_lit.kb.lf.sexpr import schema_items
@@ -104,7 +104,7 @@ class PairCollator:
         return batch
 
 
-class RelationRetrievalDataModule(SplitFilesMixin, LightningDataModule):
+class RelationRetrievalDataModule(TokenizerSizesMixin, SplitFilesMixin, LightningDataModule):
     """Data for :class:`~kbqa_lit.modules.cross_encoder.CrossEncoderRetriever` (CoQ step 2a).
 
     Args:
@@ -192,16 +192,17 @@ class RelationRetrievalDataModule(SplitFilesMixin, LightningDataModule):
         name = self.hparams.tokenizer_name_or_path
         if name is not None:
             return build_encoder_tokenizer(name)
-        splits = [s for s in ("train", "val", "test") if self._has(s)]
-        texts = [ex.question for s in splits[:1] for ex in self.examples(s)] + self.inventory.texts
         return build_encoder_tokenizer(
-            None, train_texts=texts, vocab_size=self.hparams.vocab_size, cache_dir=self._home() / ".tokenizer"
+            None,
+            train_texts=self._tokenizer_texts(),
+            vocab_size=self.hparams.vocab_size,
+            cache_dir=self._home() / ".tokenizer",
         )
 
-    @property
-    def vocab_size(self) -> int:
-        """Tokens of the tokenizer (special tokens included)."""
-        return len(self.tokenizer)
+    def _tokenizer_texts(self) -> list[str]:
+        """What a trained tokenizer learns: the first split's questions and the inventory's texts."""
+        splits = [s for s in ("train", "val", "test") if self._has(s)]
+        return [ex.question for s in splits[:1] for ex in self.examples(s)] + self.inventory.texts
 
     # ------------------------------------------------------------------ rows
 
@@ -297,12 +298,10 @@ class RelationRetrievalDataModule(SplitFilesMixin, LightningDataModule):
 
     def _eval_loader(self, split: str) -> DataLoader:
         rows = self.rows(split)
-        world, rank = self._world()
-        sampler = UnrepeatedDistributedSampler(rows, world, rank) if world > 1 else None
         return DataLoader(
             rows,
             batch_size=self.hparams.eval_batch_size,
-            sampler=sampler,
+            sampler=self._eval_sampler(rows),
             shuffle=False,
             collate_fn=self._collator(),
             num_workers=self.hparams.num_workers,

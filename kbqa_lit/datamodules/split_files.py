@@ -9,6 +9,7 @@ Shared by :class:`~kbqa_lit.datamodules.coq.generation.GenerationDataModule` and
 from __future__ import annotations
 
 import logging
+from collections.abc import Sized
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from kbqa_lit.data.linking import (
     oracle_inputs,
 )
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
+from kbqa_lit.datamodules.samplers import UnrepeatedDistributedSampler
 from kbqa_lit.errors import UserInputError, check_choice
 
 log = logging.getLogger(__name__)
@@ -206,6 +208,11 @@ class SplitFilesMixin:
                 store.close()
             self._linker_cache = IndexLinker(index, top_k=self._linking_top_k)
         return self._linker_cache
+
+    def _eval_sampler(self, data: Sized) -> UnrepeatedDistributedSampler | None:
+        """Under DDP, the sampler that hands each row of ``data`` to exactly one rank, in order; else ``None``."""
+        world, rank = self._world()
+        return UnrepeatedDistributedSampler(data, world, rank) if world > 1 else None  # type: ignore[arg-type]
 
     def _world(self) -> tuple[int, int]:
         """``(world_size, global_rank)`` of the attached trainer, ``(1, 0)`` without one."""

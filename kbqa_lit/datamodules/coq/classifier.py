@@ -72,8 +72,9 @@ from kbqa_lit.datamodules.coq.classifier_inputs import (
     sampled_candidates,
     with_gold,
 )
-from kbqa_lit.datamodules.samplers import LengthBucketSampler, UnrepeatedDistributedSampler
+from kbqa_lit.datamodules.samplers import LengthBucketSampler
 from kbqa_lit.datamodules.split_files import STAGE_SPLITS, SplitFilesMixin, canonical_split
+from kbqa_lit.datamodules.tokenizer_sizes import TokenizerSizesMixin
 from kbqa_lit.errors import UserInputError, check_choice
 from kbqa_lit.kb.lf.normalize import schema_to_words
 from kbqa_lit.kb.store import is_endpoint
@@ -91,7 +92,7 @@ def _as_list(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(batch)
 
 
-class SchemaDataModule(SplitFilesMixin, LightningDataModule):
+class SchemaDataModule(TokenizerSizesMixin, SplitFilesMixin, LightningDataModule):
     """Data for :class:`~kbqa_lit.modules.coq.schema_classifier.SchemaClassifier` (CoQ step 2b).
 
     Args:
@@ -392,16 +393,6 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
             path = self.data_dir / "schema.json"
         return SchemaKB(None, relations_file=path).relation_inventory() if path else []
 
-    @property
-    def vocab_size(self) -> int:
-        """Number of tokens of the tokenizer (special tokens included)."""
-        return len(self.tokenizer)
-
-    @property
-    def pad_token_id(self) -> int:
-        """The padding id (0 for T5 tokenizers)."""
-        return int(self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0)
-
     # ------------------------------------------------------------------ stages and loaders
 
     def prepare_data(self) -> None:
@@ -419,16 +410,22 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
                 continue
             self.items(split)
 
-    def _eval_loader(self, split: str) -> DataLoader:
-        data = self.items(split)
-        world, rank = self._world()
-        sampler = UnrepeatedDistributedSampler(data, world, rank) if world > 1 else None  # type: ignore[arg-type]
+    def _ordered_loader(self, data: list[dict[str, Any]], batch_size: int, collate_fn: Any, **extra: Any) -> DataLoader:
+        """``data`` in order, each row on exactly one rank under DDP."""
         return DataLoader(
             data,  # type: ignore[arg-type]
-            batch_size=self.hparams.eval_batch_size,
-            sampler=sampler,
+            batch_size=batch_size,
+            sampler=self._eval_sampler(data),
             shuffle=False,
-            collate_fn=ItemCollator(self.pad_token_id),
+            collate_fn=collate_fn,
+            **extra,
+        )
+
+    def _eval_loader(self, split: str) -> DataLoader:
+        return self._ordered_loader(
+            self.items(split),
+            self.hparams.eval_batch_size,
+            ItemCollator(self.pad_token_id),
             num_workers=self.hparams.num_workers,
         )
 
@@ -460,16 +457,7 @@ class SchemaDataModule(SplitFilesMixin, LightningDataModule):
 
     def predict_dataloader(self) -> DataLoader:
         """Lists of per-example records (see the module docstring), each example on one rank."""
-        data = self.predict_records()
-        world, rank = self._world()
-        sampler = UnrepeatedDistributedSampler(data, world, rank) if world > 1 else None  # type: ignore[arg-type]
-        return DataLoader(
-            data,  # type: ignore[arg-type]
-            batch_size=self.hparams.predict_batch_size,
-            sampler=sampler,
-            shuffle=False,
-            collate_fn=_as_list,
-        )
+        return self._ordered_loader(self.predict_records(), self.hparams.predict_batch_size, _as_list)
 
 
 __all__ = ["CANDIDATE_MODES", "ENTITY_ITEM_RELATION_MODES", "ItemCollator", "SchemaDataModule"]

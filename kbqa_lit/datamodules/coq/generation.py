@@ -49,15 +49,16 @@ from kbqa_lit.datamodules.collate import Seq2SeqCollator
 from kbqa_lit.datamodules.coq import encoding
 from kbqa_lit.datamodules.coq.encoding import CACHE_FORMAT
 from kbqa_lit.datamodules.resumable import LoaderProgress, ResumableDataLoader
-from kbqa_lit.datamodules.samplers import LengthBucketSampler, UnrepeatedDistributedSampler
+from kbqa_lit.datamodules.samplers import LengthBucketSampler
 from kbqa_lit.datamodules.split_files import SPLITS, STAGE_SPLITS, SplitFilesMixin, canonical_split
 from kbqa_lit.datamodules.tokenized_cache import TokenizedSplit, load_or_encode
+from kbqa_lit.datamodules.tokenizer_sizes import TokenizerSizesMixin
 from kbqa_lit.errors import UserInputError, check_choice
 
 log = logging.getLogger(__name__)
 
 
-class GenerationDataModule(SplitFilesMixin, LightningDataModule):
+class GenerationDataModule(TokenizerSizesMixin, SplitFilesMixin, LightningDataModule):
     """Data for :class:`~kbqa_lit.modules.multitask_generator.MultitaskGenerator` (CoQ step 4).
 
     Args:
@@ -190,16 +191,6 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
             extra_tokens=extra,
         )
 
-    @property
-    def vocab_size(self) -> int:
-        """Number of tokens of the tokenizer (special tokens included) = the model's vocabulary."""
-        return len(self.tokenizer)
-
-    @property
-    def pad_token_id(self) -> int:
-        """The padding id (0 for T5 tokenizers)."""
-        return int(self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0)
-
     # ------------------------------------------------------------------ tokenised splits
 
     def _cache_root(self) -> Path:
@@ -302,10 +293,7 @@ class GenerationDataModule(SplitFilesMixin, LightningDataModule):
         return self._loader("train", self.hparams.batch_size, sampler, shuffle=False)
 
     def _eval_loader(self, split: str) -> DataLoader:
-        data = self.dataset(split)
-        world, rank = self._world()
-        sampler = UnrepeatedDistributedSampler(data, world, rank) if world > 1 else None
-        return self._loader(split, self.hparams.eval_batch_size, sampler, shuffle=False)
+        return self._loader(split, self.hparams.eval_batch_size, self._eval_sampler(self.dataset(split)), shuffle=False)
 
     def val_dataloader(self) -> DataLoader | list:
         """Validation batches in file order (exactly one rank per question under DDP)."""

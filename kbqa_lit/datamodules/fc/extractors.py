@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
-from kbqa_lit.backbones.encoders import MINILM, build_encoder_tokenizer
+from kbqa_lit.backbones.encoders import MINILM
 from kbqa_lit.data.fc.extractor_texts import DEFAULT_NEGATIVES, class_item, relation_item, same_domain_negatives
 from kbqa_lit.data.fc.schema_source import SCHEMA_FILE, load_schema, ontology_classes
 from kbqa_lit.data.schema import KBQAExample
@@ -152,16 +152,11 @@ class ExtractorDataModule(RelationRetrievalDataModule):
             raise UserInputError("no class inventory: set ontology (a schema.json or a directory with fb_roles)")
         return inv
 
-    def _build_tokenizer(self) -> Any:
-        name = self.hparams.tokenizer_name_or_path
-        if name is not None:
-            return build_encoder_tokenizer(name)
+    def _tokenizer_texts(self) -> list[str]:
+        """What a trained tokenizer learns: the first split's questions and the item texts, markers included."""
         first = next((s for s in ("train", "val", "test") if self._has(s)), None)
         texts = [ex.question for ex in self.examples(first)] if first else []
-        texts += [self.item_text(item) for item in self.inventory.relations]
-        return build_encoder_tokenizer(
-            None, train_texts=texts, vocab_size=self.hparams.vocab_size, cache_dir=self._home() / ".tokenizer"
-        )
+        return texts + [self.item_text(item) for item in self.inventory.relations]
 
     # ------------------------------------------------------------------ items
 

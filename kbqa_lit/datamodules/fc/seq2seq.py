@@ -35,6 +35,7 @@ from kbqa_lit.data.linking import oracle_inputs
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.datamodules.collate import Seq2SeqCollator
 from kbqa_lit.datamodules.split_files import STAGE_SPLITS, SplitFilesMixin, canonical_split
+from kbqa_lit.datamodules.tokenizer_sizes import TokenizerSizesMixin
 from kbqa_lit.errors import UserInputError, check_choice
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ log = logging.getLogger(__name__)
 FC_EXTRA_TOKENS: tuple[str, ...] = (*SLOT_TOKENS, *(ENTITY_MASK.format(k) for k in range(MAX_SLOTS)))
 
 
-class FCSeq2SeqDataModule(SplitFilesMixin, LightningDataModule):
+class FCSeq2SeqDataModule(TokenizerSizesMixin, SplitFilesMixin, LightningDataModule):
     """Split files, inference views, tokenizer, rows and loaders of an FC seq2seq task.
 
     Args:
@@ -129,11 +130,6 @@ class FCSeq2SeqDataModule(SplitFilesMixin, LightningDataModule):
             cache_dir=self._home() / ".tokenizer",
             extra_tokens=FC_EXTRA_TOKENS,
         )
-
-    @property
-    def pad_token_id(self) -> int:
-        """The padding id."""
-        return int(self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0)
 
     def rows(self, split: str) -> list[dict[str, Any]]:
         """Tokenised rows (``index``, ``input_ids``, ``labels``); training keeps only rows with a target."""

@@ -34,7 +34,6 @@ from transformers import PreTrainedTokenizerBase
 
 from kbqa_lit.backbones.causal import build_causal_tokenizer
 from kbqa_lit.data.tfs.prompts import TASKS, check_tasks
-from kbqa_lit.datamodules.samplers import UnrepeatedDistributedSampler
 from kbqa_lit.datamodules.split_files import SPLITS, STAGE_SPLITS, SplitFilesMixin, canonical_split
 from kbqa_lit.datamodules.tfs.instruction_batches import InstructionCollator, InstructionEncoder, pad_id
 from kbqa_lit.errors import UserInputError
@@ -218,8 +217,7 @@ class InstructionDataModule(SplitFilesMixin, LightningDataModule):
 
     def _loader(self, split: str, batch_size: int, shuffle: bool) -> DataLoader:
         rows = self.rows(split)
-        world, rank = self._world()
-        sampler = UnrepeatedDistributedSampler(rows, world, rank) if world > 1 and not shuffle else None
+        sampler = None if shuffle else self._eval_sampler(rows)
         workers = self.hparams.num_workers
         return DataLoader(
             rows,  # type: ignore[arg-type]
