@@ -8,11 +8,11 @@ where the record is: a 1-based line number for line-oriented files (JSON lines, 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kbqa_lit.data.schema import Answer
+from kbqa_lit.data.schema import Answer, KBQAExample
 from kbqa_lit.errors import DataFormatError, UserInputError
 
 #: Where a record sits in its file: a 1-based line number or ``"record N"``.
@@ -167,6 +167,32 @@ def iter_json_records(path: Path, container_key: str | None = None) -> Iterator[
             except json.JSONDecodeError as exc:
                 raise DataFormatError(path, lineno, f"not valid JSON ({exc.msg})") from None
             yield lineno, obj
+
+
+def read_json_examples(
+    path: str | Path,
+    what: str,
+    example: Callable[[Mapping[str, Any], Path, Where], KBQAExample],
+    container_key: str | None = None,
+) -> Iterator[KBQAExample]:
+    """Stream the examples of a JSON list / JSON-lines file, one per record (see :func:`iter_json_records`).
+
+    Args:
+        path: The dataset file.
+        what: What the file is, for the error when it is missing (``"CWQ file"``).
+        example: Builds the example of one record (``record``, ``path``, ``where``).
+        container_key: The key holding the records in a wrapped document.
+
+    Returns:
+        An iterator of examples, one per record, in file order.
+
+    Raises:
+        UserInputError: When ``path`` is not a file (raised at once).
+        DataFormatError: While iterating, naming the file and record of the first bad record
+            (a record that is not a JSON object included).
+    """
+    p = existing_file(path, what)
+    return (example(require_object(raw, p, where), p, where) for where, raw in iter_json_records(p, container_key))
 
 
 def _records_of(doc: Any, path: Path, container_key: str | None) -> Iterator[tuple[Where, Any]]:

@@ -25,10 +25,9 @@ from typing import Any
 from kbqa_lit.data.formats._common import (
     Where,
     dedupe_answers,
-    existing_file,
     get_field,
-    iter_json_records,
     null_to_none,
+    read_json_examples,
     require_object,
 )
 from kbqa_lit.data.schema import Answer, KBQAExample
@@ -53,13 +52,7 @@ def read_cwq(path: str | Path) -> Iterator[KBQAExample]:
         DataFormatError: While iterating, naming the file and record of the first bad record.
 
     """
-    p = existing_file(path, "CWQ file")
-    return _iter_cwq(p)
-
-
-def _iter_cwq(path: Path) -> Iterator[KBQAExample]:
-    for where, raw in iter_json_records(path):
-        yield _example(require_object(raw, path, where), path, where)
+    return read_json_examples(path, "CWQ file", _example)
 
 
 def _make_answer(value: str, name: str | None) -> Answer:

@@ -25,10 +25,9 @@ from typing import Any
 from kbqa_lit.data.formats._common import (
     Where,
     dedupe_answers,
-    existing_file,
     get_field,
-    iter_json_records,
     null_to_none,
+    read_json_examples,
     require_object,
 )
 from kbqa_lit.data.schema import Answer, KBQAExample
@@ -60,13 +59,7 @@ def read_grailqa(path: str | Path) -> Iterator[KBQAExample]:
             record.
 
     """
-    p = existing_file(path, "GrailQA file")
-    return _iter_grailqa(p)
-
-
-def _iter_grailqa(path: Path) -> Iterator[KBQAExample]:
-    for where, raw in iter_json_records(path):
-        yield _example(require_object(raw, path, where), path, where)
+    return read_json_examples(path, "GrailQA file", _example)
 
 
 def literal_value(argument: str) -> str:

@@ -35,10 +35,9 @@ from typing import Any
 from kbqa_lit.data.formats._common import (
     Where,
     dedupe_answers,
-    existing_file,
     get_field,
-    iter_json_records,
     null_to_none,
+    read_json_examples,
     require_object,
 )
 from kbqa_lit.data.schema import Answer, KBQAExample
@@ -62,21 +61,17 @@ def read_webqsp(path: str | Path) -> Iterator[KBQAExample]:
         DataFormatError: While iterating, naming the file and record of the first bad record.
 
     """
-    p = existing_file(path, "WebQSP file")
-    return _iter_webqsp(p)
+    return read_json_examples(path, "WebQSP file", _example, container_key="Questions")
 
 
-def _iter_webqsp(path: Path) -> Iterator[KBQAExample]:
-    for where, raw in iter_json_records(path, container_key="Questions"):
-        record = require_object(raw, path, where)
-        if "Parses" in record:
-            yield _official(record, path, where)
-        elif "SExpr" in record:
-            yield _sexpr_variant(record, path, where)
-        elif "answer" in record:
-            yield _answer_name_variant(record, path, where)
-        else:
-            raise DataFormatError(path, where, "not a WebQSP question: expected 'Parses', 'SExpr' or 'answer'")
+def _example(record: Mapping[str, Any], path: Path, where: Where) -> KBQAExample:
+    if "Parses" in record:
+        return _official(record, path, where)
+    if "SExpr" in record:
+        return _sexpr_variant(record, path, where)
+    if "answer" in record:
+        return _answer_name_variant(record, path, where)
+    raise DataFormatError(path, where, "not a WebQSP question: expected 'Parses', 'SExpr' or 'answer'")
 
 
 def _meta(**extra: Any) -> dict[str, Any]:
