@@ -124,12 +124,14 @@ def read_text_arg(value: str) -> str:
     return value
 
 
-def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, object)`` for each non-empty line of a JSON-lines file.
+def parse_json_lines(path: str | Path) -> Iterator[tuple[int, Any, str | None]]:
+    """Yield ``(line_number, value, None)`` per non-empty line, ``(line_number, None, problem)`` for a bad one.
+
+    The caller decides what a line that is not valid JSON means (``problem`` is
+    ``"not valid JSON (...)"``): :func:`iter_json_lines` stops at it, a batch tool reports it.
 
     Raises:
         UserInputError: When the file does not exist.
-        DataFormatError: Naming file and line when a line is not a JSON object.
     """
     path = Path(path)
     if not path.is_file():
@@ -139,9 +141,23 @@ def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                value = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise DataFormatError(path, lineno, f"not valid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict):
-                raise DataFormatError(path, lineno, "each line must be a JSON object")
-            yield lineno, obj
+                yield lineno, None, f"not valid JSON ({exc.msg})"
+                continue
+            yield lineno, value, None
+
+
+def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for each non-empty line of a JSON-lines file.
+
+    Raises:
+        UserInputError: When the file does not exist.
+        DataFormatError: Naming file and line when a line is not a JSON object.
+    """
+    for lineno, obj, problem in parse_json_lines(path):
+        if problem is not None:
+            raise DataFormatError(Path(path), lineno, problem)
+        if not isinstance(obj, dict):
+            raise DataFormatError(Path(path), lineno, "each line must be a JSON object")
+        yield lineno, obj

@@ -20,7 +20,7 @@ from kbqa_lit.atomic import write_jsonl_atomic
 from kbqa_lit.errors import SExprError, UserInputError, check_choice
 from kbqa_lit.kb.lf.semantics import ALIASES, SEMANTICS, SEMANTICS_NAMES, TIES, resolve_semantics
 from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
-from kbqa_lit.tools.common import print_json
+from kbqa_lit.tools.common import parse_json_lines, print_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -82,36 +82,24 @@ def _check_args(args: argparse.Namespace) -> None:
 
 def _read_batch(path: str, default_semantics: str) -> Iterator[dict[str, Any]]:
     """Yield one job per input line; unusable lines become jobs that carry an error."""
-    p = Path(path)
-    if not p.is_file():
-        raise UserInputError(f"no such file: {p}")
-    with p.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield {
-                    "qid": None,
-                    "s_expression": None,
-                    "error": f"line {lineno}: not valid JSON ({exc.msg})",
-                }
-                continue
-            if not isinstance(obj, dict):
-                yield {"qid": None, "s_expression": None, "error": f"line {lineno}: not a JSON object"}
-                continue
-            job: dict[str, Any] = {"qid": obj.get("qid"), "s_expression": obj.get("s_expression")}
-            meta = obj.get("meta") if isinstance(obj.get("meta"), dict) else {}
-            semantics = obj.get("semantics") or meta.get("semantics") or default_semantics
-            if not isinstance(job["s_expression"], str) or not job["s_expression"].strip():
-                job["error"] = f"line {lineno}: no s_expression"
-            elif semantics not in SEMANTICS_NAMES:
-                job["error"] = f"line {lineno}: unknown semantics {semantics!r}"
-            else:
-                semantics = resolve_semantics(semantics)
-            job["semantics"] = semantics
-            yield job
+    for lineno, obj, problem in parse_json_lines(path):
+        if problem is not None:
+            yield {"qid": None, "s_expression": None, "error": f"line {lineno}: {problem}"}
+            continue
+        if not isinstance(obj, dict):
+            yield {"qid": None, "s_expression": None, "error": f"line {lineno}: not a JSON object"}
+            continue
+        job: dict[str, Any] = {"qid": obj.get("qid"), "s_expression": obj.get("s_expression")}
+        meta = obj.get("meta") if isinstance(obj.get("meta"), dict) else {}
+        semantics = obj.get("semantics") or meta.get("semantics") or default_semantics
+        if not isinstance(job["s_expression"], str) or not job["s_expression"].strip():
+            job["error"] = f"line {lineno}: no s_expression"
+        elif semantics not in SEMANTICS_NAMES:
+            job["error"] = f"line {lineno}: unknown semantics {semantics!r}"
+        else:
+            semantics = resolve_semantics(semantics)
+        job["semantics"] = semantics
+        yield job
 
 
 def _convert(job: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
