@@ -1,7 +1,8 @@
 """The ``kb:`` section that every system's run config shares: which knowledge base, and how to open it.
 
 One typed shape for TFS-KBQA's ``kbqa lora pipeline``, Keqing's ``kbqa keqing run`` and FC-KBQA's
-``kbqa fc detect`` / ``compose`` (read from a mapping there)::
+``kbqa fc detect`` / ``compose`` (:mod:`kbqa_lit.pipelines.fc.config`,
+:mod:`~kbqa_lit.pipelines.fc.compose_config`)::
 
     kb:
       store: outputs/keqing_mq/kb          # an Oxigraph store folder or an http(s) SPARQL endpoint
@@ -58,7 +59,10 @@ class KBConfig:
 
     @classmethod
     def from_mapping(cls, section: Mapping[str, Any], where: str = "kb") -> KBConfig:
-        """The section of an untyped config (FC-KBQA's), with its keys checked.
+        """The section of a mapping, with its keys checked.
+
+        FC-KBQA's configs build their ``kb:`` section with it
+        (:func:`~kbqa_lit.pipelines.config_files.build_config`).
 
         Raises:
             UserInputError: Without ``store``, or with a key this section does not have.

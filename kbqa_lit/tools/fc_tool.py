@@ -27,43 +27,39 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.tools.common import parse_set_pairs, print_json
+from kbqa_lit.tools.common import apply_set_pairs, parse_set_pairs, print_json
 
 
-def _open_kb(kb: dict[str, Any]) -> Any:
-    """The store of an FC config's ``kb`` section (built first from ``build_from`` when it names files).
+def _config_mapping(args: argparse.Namespace) -> dict[str, Any]:
+    """The mapping of ``--config`` with the ``--set`` overrides put in place (typed by the command's parser)."""
+    from kbqa_lit.pipelines.config_files import read_config_mapping
 
-    Raises:
-        UserInputError: Without ``kb.store``.
-    """
-    from kbqa_lit.pipelines.kb_config import KBConfig
-
-    return KBConfig.from_mapping(kb).open()
+    return apply_set_pairs(read_config_mapping(args.config, "FC"), parse_set_pairs(args.set or []))
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
     """``kbqa fc detect``."""
     from kbqa_lit.data.fc.composer_examples import FC_META
     from kbqa_lit.data.schema import read_jsonl, write_jsonl
-    from kbqa_lit.pipelines.config_files import read_config_mapping
-    from kbqa_lit.pipelines.fc.build import build_component_stage, resolve_config
+    from kbqa_lit.pipelines.fc.build import build_component_stage
+    from kbqa_lit.pipelines.fc.config import parse_detect_config
     from kbqa_lit.pipelines.fc.figures import detection_figures
 
-    cfg = resolve_config(read_config_mapping(args.config, "FC"), parse_set_pairs(args.set or []))
-    files = [Path(f) for f in cfg["files"]]
+    cfg = parse_detect_config(_config_mapping(args), args.config)
+    files = [Path(f) for f in cfg.files]
     if not files:
         raise UserInputError("the FC config names no files to annotate")
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
         raise UserInputError(f"no such question file: {', '.join(missing)}")
-    store = _open_kb(cfg["kb"])
-    report: dict[str, Any] = {"out_dir": cfg["out_dir"], "files": {}}
+    store = cfg.kb.open()
+    report: dict[str, Any] = {"out_dir": cfg.out_dir, "files": {}}
     try:
         stage = build_component_stage(cfg, store)
         for path in files:
             examples = list(read_jsonl(path))[: args.limit] if args.limit else list(read_jsonl(path))
             annotated = stage.annotate(examples)
-            out = Path(cfg["out_dir"]) / path.name
+            out = Path(cfg.out_dir) / path.name
             write_jsonl(annotated, out)
             metas = [ex.meta[FC_META] for ex in annotated]
             n = max(1, len(metas))
@@ -102,43 +98,43 @@ def _read_generated(path: str) -> dict[str, dict[str, Any]]:
 
 def cmd_compose(args: argparse.Namespace) -> int:
     """``kbqa fc compose``."""
+    import dataclasses
     import time
     from collections import Counter
 
     from kbqa_lit.atomic import write_jsonl_atomic
     from kbqa_lit.data.schema import read_jsonl
-    from kbqa_lit.pipelines.config_files import read_config_mapping
-    from kbqa_lit.pipelines.fc.composition import FillComposition, compose_settings, extensions_from
+    from kbqa_lit.pipelines.fc.compose_config import parse_compose_config
+    from kbqa_lit.pipelines.fc.composition import FillComposition, extensions_from
     from kbqa_lit.pipelines.fc.fill import SkeletonFiller
     from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector
 
-    cfg = compose_settings(read_config_mapping(args.config, "FC"), parse_set_pairs(args.set or []))
-    for key in ("file", "out"):
-        if not cfg[key]:
-            raise UserInputError(f"the FC compose config needs {key}")
-    path = Path(cfg["file"])
+    cfg = parse_compose_config(_config_mapping(args), args.config)
+    if not cfg.file or not cfg.out:
+        raise UserInputError(f"the FC compose config needs {'file' if not cfg.file else 'out'}")
+    path, out, form = Path(cfg.file), cfg.out, cfg.resolved_form()
     if not path.is_file():
         raise UserInputError(f"no such question file: {path} (a file written by `kbqa fc detect`)")
-    generated = _read_generated(cfg["generated"]) if cfg["generated"] else None
-    filler = SkeletonFiller(**cfg["fill"])
-    paths, types = extensions_from(cfg["form"], cfg["paths"], cfg["answer_type"])
-    store = _open_kb(cfg["kb"])
+    generated = _read_generated(cfg.generated) if cfg.generated else None
+    filler = SkeletonFiller(**dataclasses.asdict(cfg.fill))  # FillConfig's fields are SkeletonFiller's arguments
+    paths, types = extensions_from(form, cfg.paths, cfg.answer_type)
+    store = cfg.kb.open()
     start = time.perf_counter()
     try:
-        selector = ExecutionGuidedSelector(store, max_beams=int(cfg["max_executions"]))
-        composer = FillComposition(filler, selector, cfg["composition"], generated, paths, types, cfg["form"])
+        selector = ExecutionGuidedSelector(store, max_beams=cfg.max_executions)
+        composer = FillComposition(filler, selector, cfg.composition, generated, paths, types, form)
         examples = list(read_jsonl(path))[: args.limit] if args.limit else list(read_jsonl(path))
         rows = [composer.answer(ex) for ex in examples]
     finally:
         store.close()
     seconds = time.perf_counter() - start
-    write_jsonl_atomic(rows, cfg["out"])
+    write_jsonl_atomic(rows, out)
     n = max(1, len(rows))
     print_json(
         {
-            "out": cfg["out"],
-            "form": cfg["form"].tag(),
-            "composition": cfg["composition"] if cfg["form"].on("fill_composition") else "generate",
+            "out": out,
+            "form": form.tag(),
+            "composition": cfg.composition if form.on("fill_composition") else "generate",
             "questions": len(rows),
             "executable": sum(r["executable"] for r in rows) / n,
             "source": dict(Counter(r["composition"] for r in rows)),

@@ -26,9 +26,9 @@ OTHER_YAMLS = {
     "coq/decompose/llama2_7b_local.yaml",
     "coq/decompose/synthetic_gold.yaml",
     "keqing/run.yaml",
-    "fc/detect.yaml",  # tests/pipelines/fc/test_build.py
-    "fc/detect_extended.yaml",  # tests/pipelines/fc/test_build.py, tests/pipelines/fc/test_paper_detection.py
-    "fc/compose.yaml",  # tests/pipelines/fc/test_composition.py
+    "fc/detect.yaml",  # tests/pipelines/fc/test_config.py, tests/pipelines/fc/test_build.py
+    "fc/detect_extended.yaml",  # tests/pipelines/fc/test_config.py, tests/pipelines/fc/test_paper_detection.py
+    "fc/compose.yaml",  # tests/pipelines/fc/test_config.py, tests/pipelines/fc/test_composition.py
 }
 # kbqa pipeline files: tests/runner/test_runner.py::test_shipped_pipeline_files_parse
 PIPELINE_PREFIXES = ("coq/pipeline_", "keqing/pipeline_", "fc/pipeline_", "tfs/pipeline_synthetic", "compare/")

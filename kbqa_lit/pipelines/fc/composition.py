@@ -36,7 +36,7 @@ from kbqa_lit.data.fc.literals import detect_literals
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import UserInputError, check_choice
 from kbqa_lit.kb.lf.denormalize import invert_labels
-from kbqa_lit.pipelines.fc.build import resolve_config
+from kbqa_lit.pipelines.fc.compose_config import COMPOSITIONS, AnswerTypeConfig, PathsConfig
 from kbqa_lit.pipelines.fc.fill import SkeletonFiller
 from kbqa_lit.pipelines.selection.chain import AnswerChain, build_extensions
 from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector
@@ -44,59 +44,9 @@ from kbqa_lit.pipelines.selection.forms import Form, resolve_form
 from kbqa_lit.pipelines.selection.path_fallback import PathFallback
 from kbqa_lit.pipelines.selection.type_guard import TypeGuard
 
-#: How filling and the composer combine under the ``fill_composition`` extension.
-COMPOSITIONS = ("fill", "generate+fill", "fill+generate")
-#: Keys that became extensions (``extensions: [...]``), with the extension that replaced each.
-MOVED_KEYS = {"paths.fallback": "path_fallback", "answer_type.check": "answer_type"}
-
-#: ``kbqa fc compose``'s sections and keys with defaults (``None``: required).
-COMPOSE_DEFAULTS: dict[str, Any] = {
-    "file": None,
-    "out": None,
-    "kb": {"store": None, "build_from": [], "format": "nt", "timeout": 30.0},
-    "form": None,  # paper unless extensions are listed
-    "extensions": None,
-    "composition": "fill",
-    "generated": None,
-    "fill": {
-        "top_relations": 10,
-        "top_classes": 10,
-        "max_candidates": 200,
-        "use_pairs": True,
-        "order": "skeleton",
-        "extra_skeletons": 0,
-    },
-    "max_executions": 100,
-    "paths": {
-        "override_margin": None,
-        "encoder": "all-MiniLM-L6-v2",
-        "max_hops": 2,
-    },
-    "answer_type": {
-        "threshold": 0.8,
-        "max_paths": 30,
-        "encoder": "all-MiniLM-L6-v2",
-    },
-}
-
-
-def compose_settings(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """``kbqa fc compose``'s config with defaults, overrides and its form resolved (``cfg["form"]``: a :class:`Form`).
-
-    Raises:
-        UserInputError: On an unknown key (a key that became an extension names it), form or extension.
-    """
-    for key, extension in MOVED_KEYS.items():
-        section, _, sub = key.partition(".")
-        if key in overrides or sub in (raw.get(section) or {}):
-            raise UserInputError(f"{key} is now the {extension!r} extension: list it in extensions (or form: extended)")
-    cfg = resolve_config(raw, overrides, COMPOSE_DEFAULTS)
-    cfg["form"] = resolve_form("fc", cfg["form"], cfg["extensions"])
-    return cfg
-
 
 def extensions_from(
-    form: Form, paths: Mapping[str, Any], answer_type: Mapping[str, Any]
+    form: Form, paths: PathsConfig, answer_type: AnswerTypeConfig
 ) -> tuple[PathFallback | None, TypeGuard | None]:
     """The ``path_fallback`` and ``answer_type`` extensions as the answer chain's optional steps.
 
@@ -109,12 +59,12 @@ def extensions_from(
     return build_extensions(
         path_fallback=fallback,
         answer_type=check,
-        encoder=str(paths["encoder"]),
-        max_hops=int(paths["max_hops"]),
-        override_margin=paths.get("override_margin"),
-        type_threshold=float(answer_type["threshold"]),
-        type_encoder=str(answer_type["encoder"]) if check else None,
-        type_max_paths=int(answer_type["max_paths"]),
+        encoder=paths.encoder,
+        max_hops=paths.max_hops,
+        override_margin=paths.override_margin,
+        type_threshold=answer_type.threshold,
+        type_encoder=answer_type.encoder if check else None,
+        type_max_paths=answer_type.max_paths,
     )
 
 
@@ -271,4 +221,4 @@ class FillComposition:
         }
 
 
-__all__ = ["COMPOSE_DEFAULTS", "COMPOSITIONS", "FillComposition", "extensions_from"]
+__all__ = ["COMPOSITIONS", "FillComposition", "extensions_from"]

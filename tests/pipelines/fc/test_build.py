@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -18,7 +19,9 @@ from kbqa_lit.datamodules.fc.skeleton import SkeletonParserDataModule
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.modules.fc.extractor import ComponentExtractor
 from kbqa_lit.modules.multitask_generator import MultitaskGenerator
-from kbqa_lit.pipelines.fc.build import _module_class, resolve_config
+from kbqa_lit.pipelines.fc.build import _module_class
+from kbqa_lit.pipelines.fc.config import DetectConfig, PairsConfig, load_detect_config, parse_detect_config
+from kbqa_lit.tools.common import apply_set_pairs
 from tests.helpers.tiny import TINY_BERT, TINY_T5
 
 CONFIG = Path(__file__).resolve().parents[3] / "configs" / "fc" / "detect.yaml"
@@ -35,24 +38,27 @@ def _checkpoint(model: L.LightningModule, dm: L.LightningDataModule, path: Path)
 
 
 def test_the_shipped_config_resolves_and_typos_are_errors():
-    cfg = resolve_config(yaml.safe_load(CONFIG.read_text()), {"kb.store": "elsewhere", "files": ["q.jsonl"]})
-    assert cfg["kb"]["store"] == "elsewhere" and cfg["files"] == ["q.jsonl"]
+    raw = apply_set_pairs(yaml.safe_load(CONFIG.read_text()), {"kb.store": "elsewhere", "files": ["q.jsonl"]})
+    cfg = parse_detect_config(raw, CONFIG)
+    assert cfg.kb.store == "elsewhere" and cfg.files == ["q.jsonl"]
     # the paper's pairs and pruning in detect.yaml, ours in detect_extended.yaml; every other setting the same
-    assert (cfg["pairs"], cfg["linking"]["on_empty"]) == ({"type_match": "exact", "reverse_hops": False}, "drop")
-    paper, ours = (resolve_config(yaml.safe_load(path.read_text())) for path in (CONFIG, EXTENDED))
-    assert (ours["pairs"], ours["linking"]["on_empty"]) == ({"type_match": "kb", "reverse_hops": True}, "keep")
+    assert (cfg.pairs, cfg.linking.on_empty) == (PairsConfig(type_match="exact", reverse_hops=False), "drop")
+    paper, ours = (load_detect_config(path) for path in (CONFIG, EXTENDED))
+    assert (ours.pairs, ours.linking.on_empty) == (PairsConfig(type_match="kb", reverse_hops=True), "keep")
 
-    def rest(c: dict) -> dict:
-        return {**c, "pairs": None, "out_dir": None, "linking": {**c["linking"], "on_empty": None}}
+    def rest(c: DetectConfig) -> DetectConfig:
+        return dataclasses.replace(
+            c, pairs=PairsConfig(), out_dir="", linking=dataclasses.replace(c.linking, on_empty="keep")
+        )
 
-    assert rest(paper) == rest(ours) and paper["out_dir"] != ours["out_dir"]
-    with pytest.raises(UserInputError, match="unknown"):
-        resolve_config({"linking": {"prune_all": True}})
-    with pytest.raises(UserInputError, match="unknown"):
-        resolve_config({}, {"detector.top_k": 3})
+    assert rest(paper) == rest(ours) and paper.out_dir != ours.out_dir
+    with pytest.raises(UserInputError, match=r"unknown key 'linking.prune_all'"):
+        parse_detect_config({"linking": {"prune_all": True}}, CONFIG)
+    with pytest.raises(UserInputError, match=r"unknown key 'detector'"):
+        parse_detect_config(apply_set_pairs({}, {"detector.top_k": 3}), CONFIG)
     with pytest.raises(UserInputError, match="LightningModule"):
-        _module_class("kbqa_lit.pipelines.fc.build.resolve_config")
-    assert _module_class(cfg["skeleton"]["class_path"]) is MultitaskGenerator
+        _module_class("kbqa_lit.pipelines.fc.config.parse_detect_config")
+    assert _module_class(cfg.skeleton.class_path) is MultitaskGenerator
 
 
 def test_detect_writes_meta_fc_from_checkpoints(tmp_path, capsys):

@@ -11,11 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from kbqa_lit.kb.lf.ontology import Ontology
 from kbqa_lit.kb.store import open_store
-from kbqa_lit.pipelines.fc.build import resolve_config
+from kbqa_lit.pipelines.fc.config import DetectConfig, load_detect_config
 from kbqa_lit.pipelines.fc.linking import FCEntityLinker
 from kbqa_lit.pipelines.fc.pairs import PairBuilder
 from kbqa_lit.pipelines.fc.pruning import EntityMention, ScoredEntity
@@ -49,17 +48,17 @@ def store(tmp_path_factory):
     s.close()
 
 
-def _config(name: str) -> dict:
-    return resolve_config(yaml.safe_load((CONFIGS / name).read_text()))
+def _config(name: str) -> DetectConfig:
+    return load_detect_config(CONFIGS / name)
 
 
-def _linker(cfg: dict, store) -> FCEntityLinker:
-    link = cfg["linking"]
-    return FCEntityLinker(_Mentions(), store, None, int(link["top_k"]), bool(link["prune"]), link["on_empty"])
+def _linker(cfg: DetectConfig, store) -> FCEntityLinker:
+    link = cfg.linking
+    return FCEntityLinker(_Mentions(), store, None, link.top_k, link.prune, link.on_empty)
 
 
-def _pairs(cfg: dict, store) -> PairBuilder:
-    return PairBuilder(ONTO, store, cfg["pairs"]["type_match"], bool(cfg["pairs"]["reverse_hops"]))
+def _pairs(cfg: DetectConfig, store) -> PairBuilder:
+    return PairBuilder(ONTO, store, cfg.pairs.type_match, cfg.pairs.reverse_hops)
 
 
 def test_an_entity_with_no_connected_relation_is_pruned_under_the_papers_settings(store):
