@@ -125,20 +125,27 @@ def test_every_shipped_yaml_parses(path, capsys):
     "chain", ["coq/pipeline_generator_metaqa.yaml", "coq/pipeline_generator_pathquestion.yaml"], ids=str
 )
 def test_held_out_files_and_kb_are_variables(chain, capsys, tmp_path):
-    """The generator chains' fit/test commands, with their variables set to other files, resolve to those files."""
+    """The generator chains' fit/test commands, with their variables set to other files, resolve to those files;
+    the fit validates schema-constrained, the answers come in both forms, each decoding as its form does."""
     from kbqa_lit.runner.chain import load_pipeline
 
     work = tmp_path / "elsewhere"
     pipeline = load_pipeline(CONFIGS / chain, overrides={"work": str(work), "configs": str(CONFIGS)})
-    commands = {c.step: c for c in pipeline.commands()}
-    for step in ("generator", "answers"):
-        argv = [a for a in commands[step].argv if a != "--ckpt_path" and not a.endswith("last.ckpt")]
+    commands = [c for c in pipeline.commands() if c.step in ("generator", "answers")]
+    assert [c.binding.get("form") for c in commands] == [None, "paper", "extended"]
+    for command in commands:
+        argv = [a for a in command.argv if a != "--ckpt_path" and not a.endswith("last.ckpt")]
         printed = yaml.safe_load(_print_config([*argv, "--print_config"], capsys))
         data = printed["data"]["init_args"]
         assert (data["train_file"], data["test_file"]) == (f"{work}/world/train.jsonl", f"{work}/world/test.jsonl")
         callback = printed["trainer"]["callbacks"][-1]["init_args"]
         assert callback["store"] == f"{work}/kb" and callback["build_from"] == []
-        assert callback["constrained"] == "schema"
+        form = command.binding.get("form")
+        if form is None:  # the fit
+            assert callback["constrained"] == "schema"
+        else:  # constrained null: the form's own (paper: none, extended: schema)
+            assert (callback["form"], callback["constrained"]) == (form, None)
+            assert callback["predictions_dir"] == f"{work}/test_{form}"
 
 
 def test_generator_pair_trains_two_models_and_tests_them_as_one(capsys, tmp_path):

@@ -33,12 +33,13 @@ def _sets(argv: list[str]) -> dict[str, str]:
 def test_training_chain_follows_its_question_and_kb_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     questions, kb_file, work = tmp_path / "q.jsonl", tmp_path / "kb.tsv", tmp_path / "work"
     overrides = {"questions": str(questions), "kb_file": str(kb_file), "work": str(work), "configs": str(CONFIGS)}
-    commands = {c.step: c for c in load_pipeline(CONFIGS / "fc" / "pipeline_grailqa.yaml", overrides).commands()}
+    listed = load_pipeline(CONFIGS / "fc" / "pipeline_grailqa.yaml", overrides).commands()
+    commands = {c.step: c for c in listed}
     assert _value(commands["questions"].argv, "--input") == str(questions)
     assert commands["kb"].argv[-1] == str(kb_file) and _value(commands["kb"].argv, "--format") == "tsv"
-    sets = _sets(commands["detect"].argv)
-    splits = ",".join(f"{work}/world/{split}.jsonl" for split in ("train", "dev", "test"))
-    assert sets["files"] == f"[{splits}]" and sets["kb.store"] == f"{work}/kb"
+    detect = [_sets(c.argv) for c in listed if c.step == "detect"]  # one command per split
+    assert [d["files"] for d in detect] == [f"[{work}/world/{split}.jsonl]" for split in ("train", "dev", "test")]
+    assert {d["kb.store"] for d in detect} == {f"{work}/kb"}
     printed = _printed(commands["answers"].argv, capsys)
     data, callback = printed["data"]["init_args"], printed["trainer"]["callbacks"][-1]["init_args"]
     assert (data["data_dir"], data["test_file"]) == (f"{work}/world", f"{work}/detected/test.jsonl")
