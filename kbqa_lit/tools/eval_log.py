@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import UserInputError
+from kbqa_lit.tracking.run_log import LOGGERS
 
 
 def add_log_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,7 +29,7 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--log", type=Path, default=None, metavar="DIR", help="log the scores as one run under DIR")
     g.add_argument("--run-name", default=None, help="the run's name (required with --log), e.g. coq-paper")
     g.add_argument("--run-group", default="kbqa-eval", help="the W&B group of the run (default: kbqa-eval)")
-    g.add_argument("--logger", default="wandb", choices=("wandb", "csv"), help="wandb (offline, default) or csv")
+    g.add_argument("--logger", default="wandb", choices=LOGGERS, help="wandb (offline, default) or csv")
     g.add_argument(
         "--param", action="append", default=[], metavar="KEY=VALUE", help="a config key of the run (repeatable)"
     )

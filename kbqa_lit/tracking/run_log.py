@@ -72,9 +72,8 @@ def log_run(
         raise UserInputError(f"run name must be a plain name (no folders), got {name!r}")
     config = {**params, "group": group}
     out_dir.mkdir(parents=True, exist_ok=True)
-    run_path = _log_wandb(out_dir, name, group, config, metrics) if logger == "wandb" else None
-    if logger == "csv":
-        run_path = _log_csv(out_dir, name, group, config, metrics)
+    write = _log_wandb if logger == "wandb" else _log_csv
+    run_path = write(out_dir, name, group, config, metrics)
     record = out_dir / f"{name}.json"
     write_json_atomic(
         record,
