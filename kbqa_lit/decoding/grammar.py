@@ -245,14 +245,19 @@ class SExprGrammar:
         """
         words: list[str] = []
         while state is not None and not self.complete(state) and len(words) < limit:
-            word = self._closing_word(state)
+            word = self.closing_word(state)
             if word is None:
                 return None
             state = self.step(state, word)
             words.append(word)
         return tuple(words) if state is not None and self.complete(state) else None
 
-    def _closing_word(self, state: State) -> str | None:
+    def closing_word(self, state: State) -> str | None:
+        """The first word of :meth:`closing` from ``state`` (``None``: none; a complete state has none).
+
+        :meth:`closing` is this word, then the closing of the state it leads to, so a caller may
+        build closings one word at a time and memoise them by state.
+        """
         frames, mode = state  # type: ignore[misc]
         kind = mode[0]
         if kind == "arg":
@@ -278,7 +283,7 @@ class SExprGrammar:
                 return "]"
             return next((w for _, v, c in mode[1] if (w := _shortest_next(v, c)) is not None), None)
         if kind in ("num", "dt") and (kind == "num" or self._datatypes.accepts(mode[1])):
-            return self._closing_word(self._close_atom(frames, ("literal", mode[-1])))
+            return self.closing_word(self._close_atom(frames, ("literal", mode[-1])))
         if kind in ("val", "dt"):
             return _shortest_next(self._datatypes, 0 if kind == "val" else mode[1])
         return '"' if kind == "q" else None

@@ -71,21 +71,26 @@ class WordGrammar(Protocol):
         ...
 
 
-class _Tables:
-    """Caches of one grammar: tries and start masks per option set, masks per row state."""
+#: Entries of the shared mask cache per million vocabulary entries (dense boolean masks: about 64 MB).
+_MASK_BUDGET = 64_000_000
 
-    def __init__(self, grammar: WordGrammar, index: TokenIndex) -> None:
-        self.grammar = grammar
+
+class _Shared:
+    """Caches of one tokenizer keyed by option sets, shared by every grammar, example and batch.
+
+    An option set (:class:`WordOptionsLike`, interned by the grammar) and a node of its word trie
+    decide the continuations of a closed word, so these masks are the same for every question
+    whose grammar reaches that option set: the schema's relations, operators and brackets are
+    computed once per run, not once per question.
+    """
+
+    def __init__(self, index: TokenIndex) -> None:
         self.index = index
         self.tries: dict[Any, WordTrie] = {}
         self.starts: dict[Any, torch.Tensor] = {}
         self.masks: dict[Any, torch.Tensor] = {}
-        self.words: dict[Any, str | None] = {}
-        self.closings: dict[Any, tuple[int, ...] | None] = {}
-        self.finishes: dict[Any, tuple[int, ...] | None] = {}
-        self.budgeted: dict[Any, torch.Tensor] = {}
-        self.reaches: dict[Any, int] = {}
-        self.longests: dict[Any, int] = {}
+        self.eos = index.mask([index.eos_id])
+        self.limit = max(1024, _MASK_BUDGET // max(1, index.vocab_size))
 
     def trie(self, opts: WordOptionsLike) -> WordTrie:
         found = self.tries.get(opts)
@@ -104,6 +109,72 @@ class _Tables:
                 found |= self.index.mask(ids)
             self.starts[opts] = found
         return found
+
+    def word_mask(
+        self, opts: WordOptionsLike, node: int | None, text: str | None, then: Any, eos: bool
+    ) -> torch.Tensor:
+        """The allowed next tokens inside a word (see :meth:`_Tables.mask`), cached by what decides them.
+
+        Args:
+            opts: The options the word is one of.
+            node: The word's tokens' node in ``opts``'s trie (``None``: off the trie).
+            text: The word's text when an open class of ``opts`` may continue it, else ``None``.
+            then: The options after the word when it is whole and allowed (``None``: it is not).
+            eos: Whether the expression is complete after the word.
+        """
+        key = (opts, node, text, then, eos)
+        found = self.masks.get(key)
+        if found is None:
+            index = self.index
+            found = index.mask(list(self.trie(opts).children[node]) if node is not None else [])
+            for cls in opts.open if text is not None else ():
+                if not cls.prefix.fullmatch(text):
+                    continue
+                if cls.free and text:
+                    found |= index.class_mask(cls, False)
+                else:
+                    ids = [i for i in index.class_ids(cls, False) if cls.prefix.fullmatch(text + index.text[i])]
+                    found |= index.mask(ids)
+            if then is not None:
+                found |= self.start_mask(then)
+            if eos or not bool(found.any()):
+                found[index.eos_id] = True
+            if len(self.masks) >= self.limit:
+                self.masks.clear()
+            self.masks[key] = found
+        return found
+
+
+class _Tables:
+    """Caches of one grammar: grammar steps, closings and masks per row state (masks from :class:`_Shared`)."""
+
+    def __init__(self, grammar: WordGrammar, index: TokenIndex, shared: _Shared | None = None) -> None:
+        self.grammar = grammar
+        self.index = index
+        self.shared = shared if shared is not None and shared.index is index else _Shared(index)
+        self.masks: dict[Any, torch.Tensor] = {}
+        self.words: dict[Any, str | None] = {}
+        self.steps: dict[Any, Hashable | None] = {}
+        self.closings: dict[Any, tuple[int, ...] | None] = {}
+        self.finishes: dict[Any, tuple[int, ...] | None] = {}
+        self.budgeted: dict[Any, torch.Tensor] = {}
+        self.reaches: dict[Any, int] = {}
+        self.longests: dict[Any, int] = {}
+        self._closing_word = getattr(grammar, "closing_word", None)
+
+    def trie(self, opts: WordOptionsLike) -> WordTrie:
+        return self.shared.trie(opts)
+
+    def start_mask(self, opts: WordOptionsLike) -> torch.Tensor:
+        """Tokens that begin a word allowed by ``opts``."""
+        return self.shared.start_mask(opts)
+
+    def step(self, gstate: Hashable, word: str) -> Hashable | None:
+        """The grammar's state after ``word`` (memoised)."""
+        key = (gstate, word)
+        if key not in self.steps:
+            self.steps[key] = self.grammar.step(gstate, word)
+        return self.steps[key]
 
     def word(self, gstate: Hashable, wt: tuple[int, ...]) -> str | None:
         """The allowed word that the tokens ``wt`` spell in ``gstate`` (``None``: not a whole word)."""
@@ -129,16 +200,49 @@ class _Tables:
         if not wt:
             return (gstate, (tok,))
         word = self.word(gstate, wt)
-        g2 = None if word is None else self.grammar.step(gstate, word)
+        g2 = None if word is None else self.step(gstate, word)
         return _DEAD if g2 is None else (g2, (tok,))
 
-    def closing(self, gstate: Hashable) -> tuple[int, ...] | None:
-        """Tokens of the grammar's closing words from a word boundary, then EOS."""
-        if gstate not in self.closings:
+    def closing(self, gstate: Hashable, limit: int = 400) -> tuple[int, ...] | None:
+        """Tokens of the grammar's closing words from a word boundary, then EOS.
+
+        Built one closing word at a time when the grammar has ``closing_word`` (each state on the
+        way is memoised, so a new state costs one grammar step), else from ``closing``.
+        """
+        if gstate in self.closings:
+            return self.closings[gstate]
+        if self._closing_word is None:
             words = self.grammar.closing(gstate) if hasattr(self.grammar, "closing") else None
             ids = [self.index.word_ids(w) for w in words or ()]
             ok = words is not None and all(i is not None for i in ids)
             self.closings[gstate] = tuple(t for i in ids for t in i or ()) + (self.index.eos_id,) if ok else None
+            return self.closings[gstate]
+        walk: list[tuple[Hashable, tuple[int, ...]]] = []  # (state, the tokens of its closing word)
+        seen: set[Hashable] = set()
+        state: Hashable | None = gstate
+        tail: tuple[int, ...] | None = None
+        while True:
+            if state is None or state in seen or len(walk) > limit:
+                break  # no closing (a dead end, a cycle, or longer than the grammar's limit)
+            if state in self.closings:
+                tail = self.closings[state]
+                break
+            if self.grammar.complete(state):
+                tail = (self.index.eos_id,)
+                self.closings[state] = tail
+                break
+            seen.add(state)
+            word = self._closing_word(state)
+            ids = self.index.word_ids(word) if word is not None else None
+            if ids is None:
+                walk.append((state, ()))
+                state = None
+                continue
+            walk.append((state, ids))
+            state = self.step(state, word)
+        for state, ids in reversed(walk):
+            tail = None if tail is None or (not ids) else ids + tail
+            self.closings[state] = tail
         return self.closings[gstate]
 
     def finish(self, state: tuple[Any, ...]) -> tuple[int, ...] | None:
@@ -149,7 +253,7 @@ class _Tables:
         if state is not _DEAD:
             gstate, wt = state
             word = self.word(gstate, wt) if wt else None
-            g2 = self.grammar.step(gstate, word) if word is not None else (None if wt else gstate)
+            g2 = self.step(gstate, word) if word is not None else (None if wt else gstate)
             path = self.closing(g2) if g2 is not None else None
             if path is None and wt:  # finish a closed word first (breadth first in its trie)
                 trie = self.trie(self.grammar.options(gstate))
@@ -159,7 +263,7 @@ class _Tables:
                     node, tail = queue.pop(0)
                     for tok, child in trie.children[node].items():
                         word = trie.word[child]
-                        g2 = self.grammar.step(gstate, word) if word is not None else None
+                        g2 = self.step(gstate, word) if word is not None else None
                         rest = self.closing(g2) if g2 is not None else None
                         if rest is not None:
                             path = (*tail, tok, *rest)
@@ -179,7 +283,7 @@ class _Tables:
             found = 0
             for word in self.grammar.options(gstate).words:
                 ids = self.index.word_ids(word)
-                g2 = self.grammar.step(gstate, word) if ids is not None else None
+                g2 = self.step(gstate, word) if ids is not None else None
                 rest = self.closing(g2) if g2 is not None else None
                 if rest is not None:
                     found = max(found, len(ids) + len(rest))  # type: ignore[arg-type]
@@ -200,7 +304,7 @@ class _Tables:
                 gstate, wt = state
                 found = self.reach(gstate) - len(wt)  # the current word continued into any closed word
                 word = self.word(gstate, wt) if wt else None
-                g2 = self.grammar.step(gstate, word) if word is not None else None
+                g2 = self.step(gstate, word) if word is not None else None
                 if g2 is not None:
                     found = max(found, self.reach(g2))  # a next word after the current one
             self.longests[state] = found
@@ -226,7 +330,7 @@ class _Tables:
                 if wt and now is not None and any(c.free and c.word.fullmatch(text) for c in opts.open):
                     same = len(now) <= left - 1
                 word = self.word(gstate, wt) if wt else None
-                g2 = self.grammar.step(gstate, word) if word is not None else (None if wt else gstate)
+                g2 = self.step(gstate, word) if word is not None else (None if wt else gstate)
                 if g2 is not None:  # words that may start next: one representative per free open class
                     nxt = self.grammar.options(g2)
                     starts = (self.trie(nxt).children[0], [c for c in nxt.open if c.free])
@@ -260,37 +364,34 @@ class _Tables:
         found = self.masks.get(state)
         if found is not None:
             return found
-        index = self.index
         if state is _DEAD:
-            found = index.mask([index.eos_id])
+            found = self.shared.eos
         else:
             gstate, wt = state
             opts = self.grammar.options(gstate)
             if not wt:
-                found = self.start_mask(opts).clone()
+                found = self.start_mask(opts)
+                if not bool(found.any()):
+                    found = self.shared.eos
             else:
-                trie = self.trie(opts)
-                node = trie.walk(wt)
-                found = index.mask(list(trie.children[node]) if node is not None else [])
-                text = index.text_of(wt)
-                for cls in opts.open:
-                    if not cls.prefix.fullmatch(text):
-                        continue
-                    if cls.free and text:
-                        found |= index.class_mask(cls, False)
-                    else:
-                        ids = [i for i in index.class_ids(cls, False) if cls.prefix.fullmatch(text + index.text[i])]
-                        found |= index.mask(ids)
+                node = self.trie(opts).walk(wt)
+                text = self.index.text_of(wt) if opts.open else None
                 word = self.word(gstate, wt)
-                g2 = None if word is None else self.grammar.step(gstate, word)
-                if g2 is not None:
-                    found |= self.start_mask(self.grammar.options(g2))
-                    if self.grammar.complete(g2):
-                        found[index.eos_id] = True
-            if not bool(found.any()):
-                found[index.eos_id] = True
+                g2 = None if word is None else self.step(gstate, word)
+                then = None if g2 is None else self.grammar.options(g2)
+                eos = g2 is not None and self.grammar.complete(g2)
+                found = self.shared.word_mask(opts, node, text, then, eos)
         self.masks[state] = found
         return found
+
+
+def _shared(index: TokenIndex) -> _Shared:
+    """The option-set caches of ``index`` (one per token index, kept on it across batches)."""
+    found = getattr(index, "_processor_cache", None)
+    if not isinstance(found, _Shared):
+        found = _Shared(index)
+        index._processor_cache = found  # type: ignore[attr-defined]
+    return found
 
 
 class GrammarLogitsProcessor(LogitsProcessor):
@@ -333,8 +434,9 @@ class GrammarLogitsProcessor(LogitsProcessor):
         self.max_new_tokens = None if max_new_tokens is None else int(max_new_tokens)
         self.budget_slack = int(budget_slack)
         self.budget_window = int(budget_window)
+        shared = _shared(self.index)
         tables: dict[int, _Tables] = {}
-        self._tables = [tables.setdefault(id(g), _Tables(g, self.index)) for g in self.grammars]
+        self._tables = [tables.setdefault(id(g), _Tables(g, self.index, shared)) for g in self.grammars]
         self._states: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
 
     def _tables_of(self, row: int) -> _Tables:

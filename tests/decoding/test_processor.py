@@ -151,3 +151,53 @@ def test_the_budget_guard_refuses_a_long_word_that_would_not_end_in_time(tok) ->
         processor = GrammarLogitsProcessor(index, grammar, max_new_tokens=budget, budget_slack=16)
         allowed = torch.isfinite(processor(rows, scores))[0]
         assert bool(allowed[slot]) and bool(allowed[bracket]) == long_allowed, budget
+
+
+def _prefix_states(grammar: SExprGrammar) -> list:
+    """Every word-boundary state on the way through the targets."""
+    states = []
+    for target in TARGETS:
+        state = grammar.start()
+        for word in target.split():
+            states.append(state)
+            state = grammar.step(state, word)
+            assert state is not None, (target, word)
+        states.append(state)
+    return states
+
+
+def test_memoised_closings_equal_the_grammars_closing_walk(tok) -> None:
+    index = TokenIndex(tok)
+    relations = [*RELATIONS, "film.film.release_date", "people.person.height"]
+    grammar = SExprGrammar([BaseRules(SLOTS), SchemaRules(relations, ["film.film"])])
+    processor = GrammarLogitsProcessor(index, grammar)
+    tables = processor._tables[0]
+    for state in _prefix_states(grammar):  # one word at a time, memoised states reused by the later ones
+        words = grammar.closing(state)
+        want = None if words is None else tuple(t for w in words for t in index.word_ids(w)) + (index.eos_id,)
+        assert tables.closing(state) == want, state
+    assert tables.closing(grammar.start()) is not None and len(tables.closings) > len(TARGETS)
+
+
+def test_masks_shared_across_batches_equal_masks_of_a_fresh_index(tok) -> None:
+    """A token index keeps its option-set masks across processors (batches); they stay exact."""
+    targets = [tok(t, add_special_tokens=False)["input_ids"] for t in TARGETS[:3]]
+    shared = TokenIndex(tok)
+
+    def masks(index: TokenIndex, rules) -> list[torch.Tensor]:
+        grammars = [SExprGrammar([BaseRules(SLOTS), *rules]) for _ in targets]
+        processor = GrammarLogitsProcessor(index, grammars, num_beams=1, prefix_length=1)
+        width = max(len(t) for t in targets)
+        rows = [[0] + t + [tok.pad_token_id] * (width - len(t)) for t in targets]
+        out = []
+        for step in range(1, width + 1):
+            ids = torch.tensor([r[:step] for r in rows])
+            out.append(processor(ids, torch.zeros(len(rows), index.vocab_size)) == 0)
+        return out
+
+    schema = [SchemaRules(RELATIONS), EntityRules(["[ Justin Bieber ]"], ["[E0]"])]
+    for rules in ([], schema, []):  # the second and third batches reuse what the earlier ones cached
+        fresh = masks(TokenIndex(tok), rules)
+        again = masks(shared, rules)
+        assert all(torch.equal(a, b) for a, b in zip(fresh, again, strict=True))
+    assert shared._processor_cache.masks  # the cache is kept on the index
