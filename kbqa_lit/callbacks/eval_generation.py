@@ -30,6 +30,7 @@ def generate_for_batch(
     num_return_sequences: int,
     max_new_tokens: int,
     answers: SeparateAnswerModel | None,
+    early_stopping: bool | str | None = None,
 ) -> tuple[list[list[str]], list[str] | None]:
     """The batch's beams (per question) and answer texts (``None`` when there are none).
 
@@ -43,6 +44,8 @@ def generate_for_batch(
         num_return_sequences: Beams kept per question.
         max_new_tokens: Longest generation.
         answers: A separately trained answer generator, or ``None`` (the module's answer texts).
+        early_stopping: The beam search's stopping rule, passed to ``generate_lf`` when not ``None``
+            (``None``: the module's own rule).
     """
     if isinstance(outputs, Mapping) and "beams" in outputs:
         beams = [list(b) for b in outputs["beams"]]
@@ -50,7 +53,9 @@ def generate_for_batch(
         if answers is not None:
             texts = answers.texts(batch, pl_module.device, max_new_tokens)
         return beams, None if texts is None else [str(t) for t in texts]
-    extra = {} if processor is None else {"logits_processor": LogitsProcessorList([processor])}
+    extra: dict[str, Any] = {} if processor is None else {"logits_processor": LogitsProcessorList([processor])}
+    if early_stopping is not None:
+        extra["early_stopping"] = early_stopping
     with torch.no_grad():
         if lf_generation:
             beams = pl_module.generate_lf(

@@ -53,6 +53,7 @@ from kbqa_lit.callbacks.eval_timing import EpochTimer, log_timing
 from kbqa_lit.data.entity_slots import unmask_lf
 from kbqa_lit.data.gold import gold_parses
 from kbqa_lit.data.schema import KBQAExample
+from kbqa_lit.errors import check_choice
 from kbqa_lit.kb.lf.denormalize import invert_labels
 from kbqa_lit.kb.store import StoreSpec
 from kbqa_lit.metrics.answer_metrics import AnswerMetrics
@@ -122,6 +123,11 @@ class ExecutionGuidedEval(EvalBatchCallback):
             (``None``: never). Rows record ``path_override``; ``path_override_rate`` is logged.
         answer_type_threshold: The cosine between the noun and a class's words that counts as
             that kind.
+        early_stopping: When the beam search stops (``generate``'s ``early_stopping``): ``True``
+            once ``num_beams`` beams have finished, ``False`` by its heuristic (until no running
+            beam can beat the finished ones), ``"never"``; ``None`` (default): ``True`` for free
+            decoding, ``False`` for constrained decoding. Under constraints ``True`` is about
+            3x cheaper and may cut off a longer, better-scoring beam (benchmarks/README.md).
 
     Raises:
         UserInputError: When ``answer_model`` is not a file, or for an unknown form or extension.
@@ -155,6 +161,7 @@ class ExecutionGuidedEval(EvalBatchCallback):
         path_max_hops: int = 2,
         path_override_margin: float | None = None,
         answer_type_threshold: float = 0.8,
+        early_stopping: bool | Literal["never"] | None = None,
     ) -> None:
         super().__init__()
         stages = [stages] if isinstance(stages, str) else list(stages)
@@ -201,6 +208,7 @@ class ExecutionGuidedEval(EvalBatchCallback):
         self.path_max_hops = int(path_max_hops)
         self.path_override_margin = path_override_margin
         self.answer_type_threshold = float(answer_type_threshold)
+        self.early_stopping = check_choice("early_stopping", early_stopping, (None, True, False, "never"))
         self.kb: Any = None
         self.selector: ExecutionGuidedSelector | None = None
         self.names: KBNameLookup | None = None
@@ -349,6 +357,7 @@ class ExecutionGuidedEval(EvalBatchCallback):
             num_return_sequences=self.num_return_sequences,
             max_new_tokens=self.max_new_tokens,
             answers=self._answers,
+            early_stopping=self.early_stopping,
         )
 
     def _batch(self, stage: str, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any) -> None:

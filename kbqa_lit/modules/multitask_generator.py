@@ -266,6 +266,7 @@ class MultitaskGenerator(LightningModule):
         num_return_sequences: int = 5,
         max_new_tokens: int = 128,
         logits_processor: LogitsProcessorList | None = None,
+        early_stopping: bool | str | None = None,
     ) -> list[list[str]]:
         """Beam-search normalised S-expressions for the LF inputs of ``batch``.
 
@@ -278,6 +279,10 @@ class MultitaskGenerator(LightningModule):
                 decoding), passed to ``generate`` as they are. With them the beam search stops by
                 ``generate``'s heuristic (``early_stopping=False``), not at the first ``num_beams``
                 finished beams, so a longer beam that scores better is not cut off.
+            early_stopping: ``generate``'s stopping rule for beams: ``True`` (stop once
+                ``num_beams`` beams have finished), ``False`` (its heuristic: until no running
+                beam can beat the finished ones at its current length), ``"never"``; ``None``:
+                ``True`` for free decoding, ``False`` with logits processors (see above).
 
         Returns:
             Per example, ``num_return_sequences`` decoded texts in beam order (best first),
@@ -289,6 +294,7 @@ class MultitaskGenerator(LightningModule):
         if num_return_sequences > num_beams:
             raise ValueError(f"num_return_sequences ({num_return_sequences}) > num_beams ({num_beams})")
         n = num_return_sequences
+        stop = logits_processor is None if early_stopping is None else early_stopping
         texts = self._generate(
             batch["input_ids"],
             batch["attention_mask"],
@@ -298,7 +304,7 @@ class MultitaskGenerator(LightningModule):
             # Constrained: search until no running beam can beat the finished ones (the heuristic).
             # early_stopping=True stops at num_beams finished beams, and under a strict rule set short
             # well-formed beams finish first and cut the longer, better ones (MetaQA 2-/3-hop, `schema`).
-            **({"early_stopping": logits_processor is None} if num_beams > 1 else {}),
+            **({"early_stopping": stop} if num_beams > 1 else {}),
             **({"logits_processor": logits_processor} if logits_processor is not None else {}),
         )
         return [texts[i * n : (i + 1) * n] for i in range(batch["input_ids"].shape[0])]

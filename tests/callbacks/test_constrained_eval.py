@@ -8,6 +8,8 @@ from pathlib import Path
 
 import lightning as L
 import pytest
+import torch
+from transformers import LogitsProcessor, LogitsProcessorList
 
 from kbqa_lit.callbacks.constrained_decoding import ConstrainedDecoding
 from kbqa_lit.callbacks.execution_eval import ExecutionGuidedEval
@@ -39,13 +41,13 @@ def _datamodule(root: Path) -> GenerationDataModule:
     )  # fmt: skip
 
 
-def _test_rows(root: Path, constrained: str) -> list[dict]:
+def _test_rows(root: Path, constrained: str, **extra: object) -> list[dict]:
     dm = _datamodule(root)
     L.seed_everything(0)
     model = MultitaskGenerator(model_config=ONE_LAYER_T5, tokenizer=dm.tokenizer)
     callback = ExecutionGuidedEval(
         store=str(root / "store"), num_beams=3, max_new_tokens=20, workers=1, stages=["test"],
-        constrained=constrained, predictions_dir=str(root / f"pred_{constrained}"),
+        constrained=constrained, predictions_dir=str(root / f"pred_{constrained}"), **extra,
     )  # fmt: skip
     trainer = L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False,
                         callbacks=[callback])  # fmt: skip
@@ -93,3 +95,37 @@ def test_connected_beams_join_a_person_only_along_the_edge_the_kb_has(root: Path
         assert g.accepts("( join ( reverse [ people , person , place of birth ] ) [E0] )".split())
         assert not g.accepts("( join [ people , person , place of birth ] [E0] )".split())
         assert s.accepts("( join [ people , person , place of birth ] [E0] )".split())  # schema alone allows it
+
+
+class _EosFrom(LogitsProcessor):
+    """Counts the beam search's steps and, from step ``first`` on, makes EOS free (log-probability 0)."""
+
+    def __init__(self, eos: int, first: int) -> None:
+        self.eos, self.first, self.steps = eos, first, 0
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        self.steps += 1
+        if self.steps >= self.first:
+            scores[:, self.eos] = 0.0
+        return scores
+
+
+def test_early_stopping_reaches_the_search(root: Path) -> None:
+    dm = _datamodule(root)
+    dm.setup("test")
+    batch = next(iter(dm.test_dataloader()))
+    L.seed_everything(0)
+    model = MultitaskGenerator(model_config=ONE_LAYER_T5, tokenizer=dm.tokenizer)
+    steps = {}
+    for stop in ("never", True):
+        counter = _EosFrom(dm.tokenizer.eos_token_id, first=4)
+        beams = model.generate_lf(batch, num_beams=3, num_return_sequences=3, max_new_tokens=20,
+                                  logits_processor=LogitsProcessorList([counter]), early_stopping=stop)  # fmt: skip
+        assert len(beams) == len(batch["index"]) and all(len(b) == 3 for b in beams)
+        steps[stop] = counter.steps
+    assert steps[True] == 4 and steps["never"] > 4  # True: done once every question has 3 finished beams
+    rows = _test_rows(root, "schema", early_stopping=True)  # the callback's setting: beams still well-formed
+    grammar = SExprGrammar([BaseRules([f"[E{k}]" for k in range(8)])])
+    assert all(grammar.accepts(beam.split()) for r in rows for beam in r["beams"])
+    with pytest.raises(ValueError, match="early_stopping"):
+        ExecutionGuidedEval(store=str(root / "store"), early_stopping="sometimes")  # type: ignore[arg-type]
