@@ -8,13 +8,16 @@ present, else a few synthetic ones). Each step every row takes a random allowed 
 through what the grammar allows, reordered like beam search), for the ``grammar`` and
 ``schema`` rule sets, with and without the token-budget guard.
 
-Part 2 (with ``--ckpt``): runs ``kbqa test`` once per ``constrained`` mode (none, grammar,
-schema) and prints the executable rate and F1 of each::
+Part 2 (with ``--ckpt``): runs ``kbqa validate`` (``--split test`` for ``kbqa test``) once per
+search — free, ``grammar``, ``schema``, and ``schema`` with ``early_stopping=true`` — on the same
+checkpoint and questions, and prints each one's generation seconds (the callback's
+``time_generate_s``), its ratio to free decoding, questions/s, F1 and executable rate::
 
     python benchmarks/bench_constrained.py                        # part 1 only
-    python benchmarks/bench_constrained.py --ckpt outputs/quickstart/checkpoints/last.ckpt
+    python benchmarks/bench_constrained.py --ckpt outputs/quickstart/checkpoints/last.ckpt \\
+        --extra-config configs/coq/quickstart_lf_only.yaml
 
-Part 2 shells out to ``kbqa test --config configs/quickstart.yaml --ckpt_path CKPT
+Part 2 shells out to ``kbqa validate --config configs/quickstart.yaml --ckpt_path CKPT
 --trainer.callbacks.init_args.constrained=MODE`` (the quickstart config lists
 ``ExecutionGuidedEval`` last, so ``--trainer.callbacks.init_args.*`` addresses it).
 """
@@ -22,11 +25,12 @@ Part 2 shells out to ``kbqa test --config configs/quickstart.yaml --ckpt_path CK
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import random
-import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -108,19 +112,50 @@ def part1(args: argparse.Namespace) -> None:
             print(f"  {mode:8s} {guard:16s} {ms:8.1f} ms/step")
 
 
+#: Part 2's searches: (label, constrained mode, early_stopping or None for the callback's default).
+SEARCHES = (
+    ("none", "none", None),
+    ("grammar", "grammar", None),
+    ("schema", "schema", None),
+    ("schema, early_stopping=true", "schema", True),
+)
+
+
+def _metrics(folder: Path, stage: str) -> dict[str, float]:
+    """The last logged value of each ``<stage>/...`` metric in a CSVLogger's metrics.csv."""
+    out: dict[str, float] = {}
+    with (folder / "metrics.csv").open(encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            out.update({k.split("/", 1)[1]: float(v) for k, v in row.items() if v and k.startswith(f"{stage}/")})
+    return out
+
+
 def part2(args: argparse.Namespace) -> None:
-    for mode in ("none", "grammar", "schema"):
-        cmd = ["kbqa", "test", "--config", args.config, "--ckpt_path", args.ckpt,
-               f"--trainer.callbacks.init_args.constrained={mode}"]  # fmt: skip
-        t0 = time.perf_counter()
-        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-        took = time.perf_counter() - t0
-        if done.returncode:
-            print(f"{mode}: failed ({done.returncode})\n{done.stderr[-2000:]}")
-            continue
-        found = dict(re.findall(r"(test/\w+)\s+│?\s*([0-9.]+)", done.stdout + done.stderr))
-        print(f"{mode:8s} executable {found.get('test/executable', '?'):>8s}  f1 {found.get('test/f1', '?'):>8s}  "
-              f"({took:.0f} s)")  # fmt: skip
+    """Each search on the same checkpoint and questions: generation seconds, questions/s, the ratio to free."""
+    stage = "val" if args.split == "validate" else "test"
+    print(f"\n{args.split} split of {args.config}, checkpoint {args.ckpt}, {args.beams_eval} beams")
+    print(f"{'search':30s} {'generate s':>10s} {'ratio':>6s} {'q/s':>6s} {'F1':>6s} {'exec':>6s}")
+    free = None
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, mode, stop in SEARCHES:
+            out = Path(tmp) / label.replace(" ", "_").replace(",", "").replace("=", "_")
+            cmd = ["kbqa", args.split, "--config", args.config, *sum((["--config", c] for c in args.extra_config), []),
+                   "--ckpt_path", args.ckpt, "--trainer.logger.init_args.version", str(out),
+                   "--trainer.callbacks.init_args.predictions_dir", str(out),
+                   f"--trainer.callbacks.init_args.num_beams={args.beams_eval}",
+                   f"--trainer.callbacks.init_args.constrained={mode}"]  # fmt: skip
+            if stop is not None:
+                cmd.append(f"--trainer.callbacks.init_args.early_stopping={str(stop).lower()}")
+            done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+            if done.returncode:
+                print(f"{label}: failed ({done.returncode})\n{done.stderr[-2000:]}")
+                continue
+            m = _metrics(out, stage)
+            seconds = m.get("time_generate_s", float("nan"))
+            free = seconds if mode == "none" else free
+            ratio = seconds / free if free else float("nan")
+            print(f"{label:30s} {seconds:10.1f} {ratio:6.2f} {m.get('questions_per_s', 0):6.1f} "
+                  f"{m.get('f1', 0):6.3f} {m.get('executable', 0):6.3f}")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -131,6 +166,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--vocab", type=int, default=2000)
     parser.add_argument("--ckpt", default=None, help="a checkpoint for `kbqa test` (part 2)")
     parser.add_argument("--config", default="configs/quickstart.yaml")
+    parser.add_argument("--extra-config", action="append", default=[], help="more --config files (part 2)")
+    parser.add_argument("--split", choices=("validate", "test"), default="validate",
+                        help="part 2's questions (validate: never tune on test)")  # fmt: skip
+    parser.add_argument("--beams-eval", type=int, default=10, help="part 2's beams")
     args = parser.parse_args(argv)
     part1(args)
     if args.ckpt:
