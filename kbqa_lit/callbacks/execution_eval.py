@@ -63,6 +63,9 @@ from kbqa_lit.pipelines.batch_hooks import EvalBatchCallback
 from kbqa_lit.pipelines.selection.chain import AnswerChain
 from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector, KBNameLookup, Selection
 
+#: The generation limit of a module that does not say how long its targets were.
+DEFAULT_MAX_NEW_TOKENS = 128
+
 
 class ExecutionGuidedEval(EvalBatchCallback):
     """Execution-guided evaluation of a logical-form generator (CoQ's inference) with metrics and files.
@@ -71,7 +74,10 @@ class ExecutionGuidedEval(EvalBatchCallback):
         store: The knowledge base: an Oxigraph store directory or an http(s) SPARQL endpoint URL.
         num_beams: Beam size of the logical-form search (the CoQ paper uses 50).
         num_return_sequences: Beams returned per question and executed in order (default: ``num_beams``).
-        max_new_tokens: Generation length limit for logical forms and answer texts.
+        max_new_tokens: Generation length limit for logical forms and answer texts (default: the
+            module's ``hparams.max_target_length``, the longest target it was trained to write, else
+            128). A constrained search runs to this limit in most batches (``generate``'s stopping
+            heuristic), so a limit past the training targets costs time and no accuracy.
         count_zero_is_executable: Whether a ``COUNT`` query that returns 0 counts as executable.
         workers: Queries in flight at once per process (thread pool; an Oxigraph store gets as
             many worker processes). Selection results equal those of one worker.
@@ -139,7 +145,7 @@ class ExecutionGuidedEval(EvalBatchCallback):
         store: str,
         num_beams: int = 5,
         num_return_sequences: int | None = None,
-        max_new_tokens: int = 128,
+        max_new_tokens: int | None = None,
         count_zero_is_executable: bool = False,
         workers: int = 2,
         timeout: float = 10.0,
@@ -176,7 +182,7 @@ class ExecutionGuidedEval(EvalBatchCallback):
         self.store_spec = str(store)
         self.num_beams = int(num_beams)
         self.num_return_sequences = int(num_return_sequences)
-        self.max_new_tokens = int(max_new_tokens)
+        self.max_new_tokens = None if max_new_tokens is None else int(max_new_tokens)
         self.count_zero_is_executable = bool(count_zero_is_executable)
         self.workers = max(1, int(workers))
         self.timeout = float(timeout)
@@ -199,7 +205,7 @@ class ExecutionGuidedEval(EvalBatchCallback):
             type_threshold=float(answer_type_threshold),
         )
         constrained = self.answering.default_constraint() if constrained is None else constrained
-        self._decoding = ConstrainedDecoding(constrained, self.num_beams, self.max_new_tokens)
+        self._decoding = ConstrainedDecoding(constrained, self.num_beams, self.max_new_tokens or DEFAULT_MAX_NEW_TOKENS)
         self.constrained = constrained
         self.lf_generation = bool(lf_generation)
         self.answer_model = None if answer_model is None else str(answer_model)
@@ -274,7 +280,9 @@ class ExecutionGuidedEval(EvalBatchCallback):
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state.update(kb=None, selector=None, names=None, _quiet=ResyncAdviceFilter())
-        state["_decoding"] = ConstrainedDecoding(self.constrained, self.num_beams, self.max_new_tokens)
+        state["_decoding"] = ConstrainedDecoding(
+            self.constrained, self.num_beams, self.max_new_tokens or DEFAULT_MAX_NEW_TOKENS
+        )
         return state
 
     # -- epoch hooks ---------------------------------------------------------------------
@@ -345,8 +353,9 @@ class ExecutionGuidedEval(EvalBatchCallback):
     ) -> tuple[list[list[str]], list[str] | None]:
         given = isinstance(outputs, Mapping) and "beams" in outputs
         processor = None
+        limit = self.generation_limit(pl_module)
         if self.lf_generation and not given:
-            processor = self._decoder().processor(pl_module, batch, examples, self.kb)
+            processor = self._decoder(limit).processor(pl_module, batch, examples, self.kb)
         return generate_for_batch(
             pl_module,
             outputs,
@@ -355,7 +364,7 @@ class ExecutionGuidedEval(EvalBatchCallback):
             lf_generation=self.lf_generation,
             num_beams=self.num_beams,
             num_return_sequences=self.num_return_sequences,
-            max_new_tokens=self.max_new_tokens,
+            max_new_tokens=limit,
             answers=self._answers,
             early_stopping=self.early_stopping,
         )
@@ -463,11 +472,18 @@ class ExecutionGuidedEval(EvalBatchCallback):
         self._metrics.reset()
         self._counts.reset()
 
-    def _decoder(self) -> ConstrainedDecoding:
+    def generation_limit(self, pl_module: L.LightningModule) -> int:
+        """``max_new_tokens``, or the module's ``max_target_length`` when it is not set (else 128)."""
+        if self.max_new_tokens is not None:
+            return self.max_new_tokens
+        trained = getattr(getattr(pl_module, "hparams", None), "max_target_length", None)
+        return int(trained) if isinstance(trained, int) and trained > 0 else DEFAULT_MAX_NEW_TOKENS
+
+    def _decoder(self, limit: int) -> ConstrainedDecoding:
         """The constrained-decoding helper for the current settings (rebuilt when they were changed)."""
         d = self._decoding
-        if (d.mode, d.num_beams, d.max_new_tokens) != (self.constrained, self.num_beams, self.max_new_tokens):
-            self._decoding = ConstrainedDecoding(self.constrained, self.num_beams, self.max_new_tokens)
+        if (d.mode, d.num_beams, d.max_new_tokens) != (self.constrained, self.num_beams, limit):
+            self._decoding = ConstrainedDecoding(self.constrained, self.num_beams, limit)
         return self._decoding
 
     def _execute_seconds(self) -> float:

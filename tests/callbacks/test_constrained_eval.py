@@ -129,3 +129,13 @@ def test_early_stopping_reaches_the_search(root: Path) -> None:
     assert all(grammar.accepts(beam.split()) for r in rows for beam in r["beams"])
     with pytest.raises(ValueError, match="early_stopping"):
         ExecutionGuidedEval(store=str(root / "store"), early_stopping="sometimes")  # type: ignore[arg-type]
+
+
+def test_the_generation_limit_defaults_to_the_longest_trained_target(root: Path) -> None:
+    dm = _datamodule(root)
+    model = MultitaskGenerator(model_config=ONE_LAYER_T5, tokenizer=dm.tokenizer, max_target_length=24)
+    unset = ExecutionGuidedEval(store=str(root / "store"))
+    assert unset.generation_limit(model) == 24  # the module's max_target_length
+    assert ExecutionGuidedEval(store=str(root / "store"), max_new_tokens=40).generation_limit(model) == 40
+    assert unset.generation_limit(L.LightningModule()) == 128  # a module that does not say
+    assert unset._decoder(24).max_new_tokens == 24  # the budget guard gets the same limit
