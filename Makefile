@@ -15,6 +15,10 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,deepspeed,encoders,plots,wandb]'
 	touch $(STAMP)
 
+# Validation during fit answers as the test does (the same form and constrained search), so the checkpoint
+# tested is the one with the best validation F1 under the decoder that is tested
+DEMO_ANSWERING := --trainer.callbacks.init_args.form extended --trainer.callbacks.init_args.path_override_margin 0.3
+
 ## demo: the main job — train CoQ's generator (logical-form task) on the synthetic world (tiny T5, CPU), then
 ## evaluate it execution-guided in CoQ's extended form (the paper's beams-in-order plus our named extensions:
 ## schema-constrained decoding, the KB-path fallback ranked by the pretrained MiniLM, the answer-type check)
@@ -22,10 +26,9 @@ $(STAMP): pyproject.toml constraints.txt
 ## per-question predictions file (its rows name the form and the extensions)
 demo: $(STAMP)
 	rm -rf outputs/quickstart
-	$(BIN)/kbqa fit --config configs/quickstart.yaml --config configs/coq/quickstart_lf_only.yaml
-	$(BIN)/kbqa test --config configs/quickstart.yaml --config configs/coq/quickstart_lf_only.yaml --ckpt_path outputs/quickstart/checkpoints/last.ckpt \
-		--trainer.logger.init_args.version test --trainer.callbacks.init_args.form extended \
-		--trainer.callbacks.init_args.path_override_margin 0.3 --trainer.callbacks.init_args.predictions_dir outputs/quickstart/test
+	$(BIN)/kbqa fit --config configs/quickstart.yaml --config configs/coq/quickstart_lf_only.yaml $(DEMO_ANSWERING)
+	$(BIN)/kbqa test --config configs/quickstart.yaml --config configs/coq/quickstart_lf_only.yaml --ckpt_path outputs/quickstart/checkpoints/best.ckpt \
+		--trainer.logger.init_args.version test $(DEMO_ANSWERING) --trainer.callbacks.init_args.predictions_dir outputs/quickstart/test
 	$(BIN)/kbqa eval --gold outputs/quickstart/world/test.jsonl --pred outputs/quickstart/test/test_predictions_epoch0.jsonl \
 		--group-by generalization --table
 	@echo "per-question predictions: outputs/quickstart/test/test_predictions_epoch0.jsonl"
