@@ -30,9 +30,10 @@ def test_unknown_mode_is_refused_and_none_builds_no_processor() -> None:
 
 def test_callback_follows_changed_decoding_settings(tmp_path: Path) -> None:
     cb = ExecutionGuidedEval(store=str(tmp_path / "kb"), num_beams=3, constrained="none")
-    assert (cb._decoder().mode, cb._decoder().num_beams) == ("none", 3)
+    assert (cb._decoder(128).mode, cb._decoder(128).num_beams) == ("none", 3)
     cb.constrained, cb.num_beams = "grammar", 4
-    assert (cb._decoder().mode, cb._decoder().num_beams) == ("grammar", 4)
+    d = cb._decoder(64)
+    assert (d.mode, d.num_beams, d.max_new_tokens) == ("grammar", 4, 64)
 
 
 def test_rows_are_unique_by_index_and_rescored(tmp_path: Path) -> None:
