@@ -1,7 +1,7 @@
 """configs/tfs/pipeline_synthetic.yaml: every command reads the given world and KB and writes under ``work``.
 
-The quick run itself is too slow for CI (about 3.5 minutes on 2 cores); these tests check its commands
-(``kbqa pipeline --dry-run``), the callbacks its ``fit`` commands address by position (LightningCLI's
+The quick run itself runs inside the comparison's test (tests/pipelines/test_compare_pipeline.py); these tests
+check its commands (``kbqa pipeline --dry-run``), the callbacks its ``fit`` commands address by position (LightningCLI's
 resolved config) and the ``kbqa lora pipeline`` config its answering commands build.
 """
 
