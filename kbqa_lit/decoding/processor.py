@@ -39,6 +39,7 @@ from typing import Any, Protocol
 import torch
 from transformers import LogitsProcessor, PreTrainedTokenizerBase
 
+from kbqa_lit.decoding.option_masks import OptionMasks, option_masks
 from kbqa_lit.decoding.tokens import OpenWordClass, TokenIndex, WordTrie
 
 _DEAD = ("<dead>",)
@@ -71,87 +72,13 @@ class WordGrammar(Protocol):
         ...
 
 
-#: Entries of the shared mask cache per million vocabulary entries (dense boolean masks: about 64 MB).
-_MASK_BUDGET = 64_000_000
-
-
-class _Shared:
-    """Caches of one tokenizer keyed by option sets, shared by every grammar, example and batch.
-
-    An option set (:class:`WordOptionsLike`, interned by the grammar) and a node of its word trie
-    decide the continuations of a closed word, so these masks are the same for every question
-    whose grammar reaches that option set: the schema's relations, operators and brackets are
-    computed once per run, not once per question.
-    """
-
-    def __init__(self, index: TokenIndex) -> None:
-        self.index = index
-        self.tries: dict[Any, WordTrie] = {}
-        self.starts: dict[Any, torch.Tensor] = {}
-        self.masks: dict[Any, torch.Tensor] = {}
-        self.eos = index.mask([index.eos_id])
-        self.limit = max(1024, _MASK_BUDGET // max(1, index.vocab_size))
-
-    def trie(self, opts: WordOptionsLike) -> WordTrie:
-        found = self.tries.get(opts)
-        if found is None:
-            ids = {w: t for w in opts.words if (t := self.index.word_ids(w)) is not None}
-            found = self.tries[opts] = WordTrie(ids)
-        return found
-
-    def start_mask(self, opts: WordOptionsLike) -> torch.Tensor:
-        """Tokens that begin a word allowed by ``opts``."""
-        found = self.starts.get(opts)
-        if found is None:
-            found = self.index.mask(list(self.trie(opts).children[0]))
-            for cls in opts.open:
-                ids = [i for i in self.index.class_ids(cls, True) if cls.prefix.fullmatch(self.index.text[i])]
-                found |= self.index.mask(ids)
-            self.starts[opts] = found
-        return found
-
-    def word_mask(
-        self, opts: WordOptionsLike, node: int | None, text: str | None, then: Any, eos: bool
-    ) -> torch.Tensor:
-        """The allowed next tokens inside a word (see :meth:`_Tables.mask`), cached by what decides them.
-
-        Args:
-            opts: The options the word is one of.
-            node: The word's tokens' node in ``opts``'s trie (``None``: off the trie).
-            text: The word's text when an open class of ``opts`` may continue it, else ``None``.
-            then: The options after the word when it is whole and allowed (``None``: it is not).
-            eos: Whether the expression is complete after the word.
-        """
-        key = (opts, node, text, then, eos)
-        found = self.masks.get(key)
-        if found is None:
-            index = self.index
-            found = index.mask(list(self.trie(opts).children[node]) if node is not None else [])
-            for cls in opts.open if text is not None else ():
-                if not cls.prefix.fullmatch(text):
-                    continue
-                if cls.free and text:
-                    found |= index.class_mask(cls, False)
-                else:
-                    ids = [i for i in index.class_ids(cls, False) if cls.prefix.fullmatch(text + index.text[i])]
-                    found |= index.mask(ids)
-            if then is not None:
-                found |= self.start_mask(then)
-            if eos or not bool(found.any()):
-                found[index.eos_id] = True
-            if len(self.masks) >= self.limit:
-                self.masks.clear()
-            self.masks[key] = found
-        return found
-
-
 class _Tables:
-    """Caches of one grammar: grammar steps, closings and masks per row state (masks from :class:`_Shared`)."""
+    """Caches of one grammar: grammar steps, closings and masks per row state (masks from :class:`OptionMasks`)."""
 
-    def __init__(self, grammar: WordGrammar, index: TokenIndex, shared: _Shared | None = None) -> None:
+    def __init__(self, grammar: WordGrammar, index: TokenIndex, shared: OptionMasks | None = None) -> None:
         self.grammar = grammar
         self.index = index
-        self.shared = shared if shared is not None and shared.index is index else _Shared(index)
+        self.shared = shared if shared is not None and shared.index is index else OptionMasks(index)
         self.masks: dict[Any, torch.Tensor] = {}
         self.words: dict[Any, str | None] = {}
         self.steps: dict[Any, Hashable | None] = {}
@@ -385,15 +312,6 @@ class _Tables:
         return found
 
 
-def _shared(index: TokenIndex) -> _Shared:
-    """The option-set caches of ``index`` (one per token index, kept on it across batches)."""
-    found = getattr(index, "_processor_cache", None)
-    if not isinstance(found, _Shared):
-        found = _Shared(index)
-        index._processor_cache = found  # type: ignore[attr-defined]
-    return found
-
-
 class GrammarLogitsProcessor(LogitsProcessor):
     """Mask the scores of tokens that would leave the grammar (see the module docstring).
 
@@ -434,7 +352,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
         self.max_new_tokens = None if max_new_tokens is None else int(max_new_tokens)
         self.budget_slack = int(budget_slack)
         self.budget_window = int(budget_window)
-        shared = _shared(self.index)
+        shared = option_masks(self.index)
         tables: dict[int, _Tables] = {}
         self._tables = [tables.setdefault(id(g), _Tables(g, self.index, shared)) for g in self.grammars]
         self._states: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}

@@ -178,13 +178,23 @@ def test_generator_pair_trains_two_models_and_tests_them_as_one(capsys, tmp_path
 
 
 def test_the_demo_test_command_parses_with_its_settings(capsys):
-    """``make demo``'s ``kbqa test`` line (from the Makefile): schema decoding, path fallback, answer-type check."""
+    """``make demo``'s ``kbqa test`` line (from the Makefile): schema decoding, path fallback, answer-type check.
+
+    Its ``kbqa fit`` line validates with the same answering settings, and the test loads the best checkpoint.
+    """
+    import re
     import shlex
 
     makefile = (CONFIGS.parent / "Makefile").read_text().replace("\\\n", " ")
+    variables = dict(re.findall(r"^([A-Z_]+) :?= (.*)$", makefile, flags=re.M))
+    makefile = re.sub(r"\$\(([A-Z_]+)\)", lambda m: variables.get(m.group(1), m.group(0)), makefile)
+    fit = next(ln for ln in makefile.splitlines() if "kbqa fit --config configs/quickstart.yaml" in ln)
     line = next(ln for ln in makefile.splitlines() if "kbqa test --config configs/quickstart.yaml" in ln)
+    answering = variables["DEMO_ANSWERING"]
+    assert answering in fit and answering in line and "form extended" in answering
     argv = shlex.split(line.split("kbqa test", 1)[1].replace("configs/", f"{CONFIGS}/"))
-    argv = [a for a in argv if a != "--ckpt_path" and not a.endswith("last.ckpt")]
+    assert argv[argv.index("--ckpt_path") + 1].endswith("checkpoints/best.ckpt")
+    argv = [a for a in argv if a != "--ckpt_path" and not a.endswith("best.ckpt")]
     printed = yaml.safe_load(_print_config(["test", *argv, "--print_config"], capsys))
     callback = printed["trainer"]["callbacks"][-1]["init_args"]
     assert callback["form"] == "extended" and callback["extensions"] is None and callback["system"] == "coq"
