@@ -98,6 +98,26 @@ def check_choice(
     raise error(message)
 
 
+def split_key_value(
+    text: str, what: str, *, error: Callable[[str], Exception] = UserInputError, form: str = "KEY=VALUE"
+) -> tuple[str, str]:
+    """``KEY=VALUE`` as ``(key, value)``, the key stripped, the value as written (split at the first ``=``).
+
+    Args:
+        text: The pair.
+        what: What gave it, for the message (``--set``, ``--param``).
+        error: The exception type raised for a pair without ``=`` or without a key.
+        form: How the message spells the expected form.
+
+    Raises:
+        UserInputError: (or ``error``) ``"<what> expects <form>, got '<text>'"``.
+    """
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise error(f"{what} expects {form}, got {text!r}")
+    return key.strip(), value
+
+
 def find_kbqa_error(exc: BaseException) -> KBQAError | None:
     """The :class:`KBQAError` that ``exc`` is or was explicitly raised from, if any.
 

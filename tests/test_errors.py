@@ -79,3 +79,15 @@ def test_find_kbqa_error_follows_the_explicit_cause_only() -> None:
             raise ValueError("unrelated") from None
     except ValueError as outer:
         assert find_kbqa_error(outer) is None
+
+
+def test_split_key_value_keeps_the_value_and_names_the_flag() -> None:
+    from kbqa_lit.errors import split_key_value
+
+    assert split_key_value(" form = a=b ", "--param") == ("form", " a=b ")  # the first "=" splits; the value as written
+    assert split_key_value("k=", "--param") == ("k", "")
+    for bad in ("novalue", "=x", " =x"):
+        with pytest.raises(UserInputError, match=r"--param expects KEY=VALUE, got"):
+            split_key_value(bad, "--param")
+    with pytest.raises(ValueError, match="--set expects key=value"):
+        split_key_value("x", "--set", error=ValueError, form="key=value")

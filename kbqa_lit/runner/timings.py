@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, split_key_value
 
 _SPEC = re.compile(r"^(?P<step>[^\[\]]+?)(?:\[(?P<binding>[^\]]*)\])?$")
 
@@ -51,10 +51,8 @@ def parse_step_spec(spec: str) -> tuple[str, dict[str, str]]:
         raise UserInputError(f"bad step {spec!r}: expected NAME or NAME[key=value,...]")
     binding: dict[str, str] = {}
     for item in filter(None, (part.strip() for part in (match.group("binding") or "").split(","))):
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UserInputError(f"bad step {spec!r}: {item!r} is not key=value")
-        binding[key.strip()] = value.strip()
+        key, value = split_key_value(item, f"bad step {spec!r}: a binding")
+        binding[key] = value.strip()
     return match.group("step").strip(), binding
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from kbqa_lit.errors import DataFormatError, UserInputError
+from kbqa_lit.errors import DataFormatError, UserInputError, split_key_value
 
 
 def parse_set_pairs(pairs: Iterable[str]) -> dict[str, Any]:
@@ -21,10 +21,8 @@ def parse_set_pairs(pairs: Iterable[str]) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UserInputError(f"--set expects key=value (dotted keys), got {pair!r}")
-        out[key.strip()] = yaml.safe_load(value)
+        key, value = split_key_value(pair, "--set", form="key=value (dotted keys)")
+        out[key] = yaml.safe_load(value)
     return out
 
 

@@ -19,7 +19,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, split_key_value
 from kbqa_lit.tracking.run_log import LOGGERS
 
 
@@ -46,10 +46,8 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
 def _params(pairs: list[str]) -> dict[str, str]:
     params: dict[str, str] = {}
     for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UserInputError(f"--param expects KEY=VALUE, got {pair!r}")
-        params[key.strip()] = value.strip()
+        key, value = split_key_value(pair, "--param")
+        params[key] = value.strip()
     return params
 
 

@@ -15,17 +15,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbqa_lit.errors import UserInputError
+from kbqa_lit.errors import UserInputError, split_key_value
 from kbqa_lit.runner import warm as runner_warm
 from kbqa_lit.runner.chain import load_pipeline, run_commands, select_commands
 from kbqa_lit.tools.common import print_json
 
 
 def _assignment(text: str) -> tuple[str, str]:
-    name, sep, value = text.partition("=")
-    if not sep or not name.strip():
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
-    return name.strip(), value
+    return split_key_value(text, "a variable", error=argparse.ArgumentTypeError, form="NAME=VALUE")
 
 
 def register(subparsers: Any) -> None:
