@@ -75,10 +75,10 @@ class WordGrammar(Protocol):
 class _Tables:
     """Caches of one grammar: grammar steps, closings and masks per row state (masks from :class:`OptionMasks`)."""
 
-    def __init__(self, grammar: WordGrammar, index: TokenIndex, shared: OptionMasks | None = None) -> None:
+    def __init__(self, grammar: WordGrammar, shared: OptionMasks) -> None:
         self.grammar = grammar
-        self.index = index
-        self.shared = shared if shared is not None and shared.index is index else OptionMasks(index)
+        self.shared = shared
+        self.index = shared.index
         self.masks: dict[Any, torch.Tensor] = {}
         self.words: dict[Any, str | None] = {}
         self.steps: dict[Any, Hashable | None] = {}
@@ -354,7 +354,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
         self.budget_window = int(budget_window)
         shared = option_masks(self.index)
         tables: dict[int, _Tables] = {}
-        self._tables = [tables.setdefault(id(g), _Tables(g, self.index, shared)) for g in self.grammars]
+        self._tables = [tables.setdefault(id(g), _Tables(g, shared)) for g in self.grammars]
         self._states: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
 
     def _tables_of(self, row: int) -> _Tables:
