@@ -17,6 +17,33 @@ import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
 from kbqa_lit.callbacks.answer_source import SeparateAnswerModel
+from kbqa_lit.data.schema import KBQAExample
+
+#: The generation limit of a module that does not say how long its targets were.
+DEFAULT_MAX_NEW_TOKENS = 128
+
+
+def generation_limit(max_new_tokens: int | None, pl_module: L.LightningModule) -> int:
+    """``max_new_tokens``, or the module's ``hparams.max_target_length`` when it is ``None`` (else 128)."""
+    if max_new_tokens is not None:
+        return int(max_new_tokens)
+    trained = getattr(getattr(pl_module, "hparams", None), "max_target_length", None)
+    return int(trained) if isinstance(trained, int) and trained > 0 else DEFAULT_MAX_NEW_TOKENS
+
+
+def datamodule_examples(trainer: L.Trainer, split: str) -> list[KBQAExample]:
+    """The examples of ``split`` as the attached datamodule gives them (``batch["index"]`` indexes them).
+
+    Raises:
+        RuntimeError: When the trainer has no datamodule with ``examples(split)``.
+    """
+    dm = getattr(trainer, "datamodule", None)
+    if dm is None or not callable(getattr(dm, "examples", None)):
+        raise RuntimeError(
+            "ExecutionGuidedEval needs a LightningDataModule with examples(split) -> "
+            "list[KBQAExample] (pass datamodule=... to the Trainer call)"
+        )
+    return list(dm.examples(split))
 
 
 def generate_for_batch(
@@ -76,4 +103,4 @@ def generate_for_batch(
     return [list(b) for b in beams], None if texts is None else [str(t) for t in texts]
 
 
-__all__ = ["generate_for_batch"]
+__all__ = ["DEFAULT_MAX_NEW_TOKENS", "datamodule_examples", "generate_for_batch", "generation_limit"]

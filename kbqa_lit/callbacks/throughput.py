@@ -206,31 +206,15 @@ class ThroughputProbe(EvalBatchCallback):
         if stage != "validate" or trainer.state.fn == "validate":
             self._eval_batch(batch)
 
-    def on_test_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        """Start the test epoch's clock."""
-        self._eval_start(pl_module)
-
-    def on_test_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        """Write the ``test`` record (after the callbacks listed before this one ended their epoch)."""
-        self._eval_end(trainer, pl_module, "test")
-
-    def on_validation_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        """Start the clock of a ``kbqa validate`` epoch (validation inside ``fit`` is not measured)."""
-        if not trainer.training and trainer.state.fn == "validate":
+    def eval_epoch_start(self, stage: str, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Start the epoch's clock (validation only of a ``kbqa validate`` run, not inside ``fit``)."""
+        if stage != "validate" or (not trainer.training and trainer.state.fn == "validate"):
             self._eval_start(pl_module)
 
-    def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        """Write the ``validate`` record of a ``kbqa validate`` run."""
-        if trainer.state.fn == "validate":
-            self._eval_end(trainer, pl_module, "validate")
-
-    def on_predict_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        """Start the prediction epoch's clock."""
-        self._eval_start(pl_module)
-
-    def on_predict_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        """Write the ``predict`` record."""
-        self._eval_end(trainer, pl_module, "predict")
+    def eval_epoch_end(self, stage: str, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Write the stage's record (after the callbacks listed before this one ended their epoch)."""
+        if stage != "validate" or trainer.state.fn == "validate":
+            self._eval_end(trainer, pl_module, stage)
 
 
 def _last_loss(trainer: L.Trainer) -> float | None:
