@@ -86,4 +86,12 @@ def unmask_lf(text: str, ex: KBQAExample) -> str:
     return " ".join(_SLOT.sub(put, text).split())
 
 
-__all__ = ["MAX_SLOTS", "SLOT_TOKENS", "mask_lf", "mask_text", "topic_slots", "unmask_lf"]
+def unmask_text(text: str, slots: Sequence[tuple[str, str]]) -> str:
+    """Put the labels back where free text (a generated decomposition) has slots; unknown slots stay."""
+    labels = dict(slots)
+    if not labels or "[E" not in text:
+        return text
+    return _SLOT.sub(lambda m: labels.get(m.group(0), m.group(0)), text)
+
+
+__all__ = ["MAX_SLOTS", "SLOT_TOKENS", "mask_lf", "mask_text", "topic_slots", "unmask_lf", "unmask_text"]

@@ -2,12 +2,18 @@
 
 ``kbqa decompose --config CONFIG.yaml --input FILE.jsonl --out FILE.jsonl [--variant
 full|placeholders|no_answers|none] [--source backend|gold] [--limit N] [--batch-size N] [--cache FILE]
-[--no-progress]`` reads common-schema examples, writes them with ``decomposition`` and
+[--set KEY=VALUE ...] [--no-progress] [--training-rows]`` reads common-schema examples, writes them with
+``decomposition`` and
 ``meta["decomposition_schema"|"decomposition_status"|"decomposition_error"]`` (see
 :mod:`kbqa_lit.pipelines.coq.decomposition.variants`) and prints one JSON object::
 
     {"n", "ok", "failed", "gold", "none", "cached", "generated", "resumed", "seconds",
      "variant", "source", "out"}
+
+``--training-rows`` writes, instead, the ``{"prompt", "response"}`` rows that fine-tune CoQ's trained
+decomposer (the stand-in for the paper's LLM): the config's prompt for each question, and its gold
+decomposition in the config's variant with the ``[SCHEMA]`` part
+(:mod:`kbqa_lit.pipelines.coq.decomposition.training_rows`).
 
 The config (``configs/coq/decompose/*.yaml``) names the backend by ``class_path``/``init_args``, the
 prompt's cases, the batch size and the cache file; the flags override it. An interrupted run
@@ -46,6 +52,18 @@ def register(subparsers: Any) -> None:
     p.add_argument("--batch-size", type=int, default=None, metavar="N", help="override the config's batch size")
     p.add_argument("--cache", default=None, metavar="FILE", help="override the config's cache file")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value by its dotted key (backend.init_args.model=FOLDER); repeatable",
+    )
+    p.add_argument(
+        "--training-rows",
+        action="store_true",
+        help="write {prompt, response} rows of the gold decompositions (to fine-tune the trained decomposer) instead",
+    )
     p.set_defaults(func=run_decompose)
 
 
@@ -55,11 +73,20 @@ def run_decompose(args: argparse.Namespace) -> int:
     Returns:
         0 on success (user errors raise :class:`~kbqa_lit.errors.KBQAError`).
     """
+    from kbqa_lit.errors import split_key_value
     from kbqa_lit.llm.response_cache import DecompositionCache
     from kbqa_lit.pipelines.coq.decomposition.config import load_job, parse_config
     from kbqa_lit.pipelines.coq.decomposition.decompose import decompose_file
 
-    overrides = {"variant": args.variant, "source": args.source, "batch_size": args.batch_size, "cache": args.cache}
+    overrides = dict(split_key_value(pair, "--set") for pair in args.set)
+    given = {"variant": args.variant, "source": args.source, "batch_size": args.batch_size, "cache": args.cache}
+    overrides.update({k: v for k, v in given.items() if v is not None})
+    if args.training_rows:
+        from kbqa_lit.pipelines.coq.decomposition.training_rows import write_training_rows
+
+        job = load_job(args.config, overrides, with_backend=False)
+        print_json(write_training_rows(args.input, args.out, job.prompt, job.variant, job.mask_entities))
+        return 0
     cfg = parse_config(args.config, overrides)
     needs_backend = cfg.source == "backend" and cfg.variant != "none"
     job = load_job(args.config, overrides, with_backend=needs_backend)
@@ -77,6 +104,7 @@ def run_decompose(args: argparse.Namespace) -> int:
             limit=args.limit,
             gold_relations=job.gold_relations,
             progress=not args.no_progress,
+            mask_entities=job.mask_entities,
         )
     finally:
         if cache is not None:

@@ -25,6 +25,7 @@ OTHER_YAMLS = {
     "coq/decompose/openai.yaml",
     "coq/decompose/llama2_7b_local.yaml",
     "coq/decompose/synthetic_gold.yaml",
+    "coq/decompose/trained.yaml",  # tests/pipelines/coq/decomposition/test_decompose_configs.py, test_training_rows.py
     "keqing/run.yaml",
     "fc/detect.yaml",  # tests/pipelines/fc/test_config.py, tests/pipelines/fc/test_build.py
     "fc/detect_extended.yaml",  # tests/pipelines/fc/test_config.py, tests/pipelines/fc/test_paper_detection.py

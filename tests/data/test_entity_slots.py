@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from kbqa_lit.data.coq.generator_inputs import coq_texts
-from kbqa_lit.data.entity_slots import SLOT_TOKENS, mask_lf, mask_text, topic_slots, unmask_lf
+from kbqa_lit.data.entity_slots import SLOT_TOKENS, mask_lf, mask_text, topic_slots, unmask_lf, unmask_text
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.kb.lf.denormalize import denormalize_sexpr, invert_labels
 
@@ -51,3 +51,13 @@ def test_unmask_restores_a_denormalisable_expression() -> None:
     # a slot the example has no entity for stays (and fails later like any unknown label)
     assert unmask_lf("( join [ a , b ] [E3] )", ex) == "( join [ a , b ] [E3] )"
     assert unmask_lf("( join [ a , b ] [E0])", ex) == "( join [ a , b ] [ Bea Rowntree ] )"
+
+
+def test_free_text_slots_go_back_to_their_labels() -> None:
+    slots = [("[E0]", "Amos Garrick"), ("[E1]", "Golden Compass")]
+    masked = mask_text("Did Amos Garrick act in Golden Compass?", slots)
+    assert masked == "Did [E0] act in [E1]?"
+    assert unmask_text("[SUBQ] who is [E0]? [ANS] #1 [SUBQ] was #1 in [E1] or [E5]?", slots) == (
+        "[SUBQ] who is Amos Garrick? [ANS] #1 [SUBQ] was #1 in Golden Compass or [E5]?"
+    )
+    assert unmask_text("no slots here", slots) == "no slots here"

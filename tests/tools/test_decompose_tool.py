@@ -141,3 +141,27 @@ def test_user_errors_exit_2(tmp_path, world, capsys):
             ["--config", cfg, "--input", str(world / "dev.jsonl"), "--out", str(tmp_path / "o.jsonl")], capsys
         )
     assert code == 2 and "HTTP 401" in err and url in err
+
+
+def test_masked_entities_reach_the_model_as_slots_and_come_back_as_names(tmp_path, capsys):
+    """The linked entity (meta.entity_candidates, not the gold) is [E0] in the prompt and its name in the row."""
+    from kbqa_lit.data.schema import KBQAExample
+
+    ex = KBQAExample(
+        qid="q1",
+        question="Which directors has Amos Garrick worked with?",
+        topic_entities={"m.gold": "Amos Garrick"},
+        meta={"entity_candidates": {"m.linked": "Amos Garrick"}},
+    )
+    data = tmp_path / "in.jsonl"
+    write_jsonl([ex], data)
+    masked = "Which directors has [E0] worked with?"
+    with _Server({masked: "[SUBQ] what films has [E0] appeared in? [ANS] #1"}) as url:
+        cfg = _config(tmp_path, url)
+        out = str(tmp_path / "o.jsonl")
+        args = ["--config", cfg, "--set", "mask_entities=true", "--input", str(data), "--out", out]
+        code, summary, err = _run(args, capsys)
+    assert code == 0, err
+    assert summary["ok"] == 1  # the server found the masked question: the prompt said [E0], not the name
+    (row,) = read_jsonl(tmp_path / "o.jsonl")
+    assert row.decomposition == "[SUBQ] what films has Amos Garrick appeared in? [ANS] #1"

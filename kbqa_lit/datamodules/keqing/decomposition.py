@@ -8,7 +8,7 @@ paper's JSON list with one sub-question per hop, each worded by the hop's templa
 chain text itself (``target: chains``, the paper's "generate logical chains directly" ablation).
 Examples that are not chains have no target and are counted (``skipped``).
 
-Rows are tokenised by :class:`~kbqa_lit.datamodules.keqing.prompt_rows.PromptRowsBase` the way an
+Rows are tokenised by :class:`~kbqa_lit.datamodules.prompt_rows.PromptRowsBase` the way an
 LLM backend tokenises a prompt at inference; the loss is on the response only; the Keqing configs
 train :class:`~kbqa_lit.modules.lora_causal_lm.LoraCausalLM` on them (named by class path).
 """
@@ -23,7 +23,7 @@ from kbqa_lit.data.keqing.decomposition import INSTRUCTION
 from kbqa_lit.data.keqing.targets import decomposition_rows
 from kbqa_lit.data.keqing.templates import TemplateBank, mine_templates
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
-from kbqa_lit.datamodules.keqing.prompt_rows import PromptRowsBase
+from kbqa_lit.datamodules.prompt_rows import PromptRowsBase
 from kbqa_lit.errors import UserInputError, check_choice
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kbqa_lit.data.schema import Answer, KBQAExample
-from kbqa_lit.datamodules.keqing.prompt_rows import PromptRowsDataModule, read_prompt_rows
+from kbqa_lit.datamodules.prompt_rows import PromptRowsDataModule, read_prompt_rows
 from kbqa_lit.errors import DataFormatError
 from kbqa_lit.kb.lf.terms import fb_iri
 from kbqa_lit.kb.store import OxigraphStore

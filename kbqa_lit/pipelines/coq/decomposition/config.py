@@ -43,6 +43,7 @@ class DecomposeJob:
         variant: ``full``, ``placeholders``, ``no_answers`` or ``none``.
         source: ``backend`` or ``gold``.
         gold_relations: With the gold source, list the gold relations in the schema (an oracle).
+        mask_entities: Write the linked entities' mentions as slots ``[E0]``... (a fine-tuned stand-in).
     """
 
     backend: DecompositionBackend | None
@@ -52,6 +53,7 @@ class DecomposeJob:
     variant: str = "full"
     source: str = "backend"
     gold_relations: bool = False
+    mask_entities: bool = False
 
 
 def build_config_parser() -> ArgumentParser:
@@ -83,6 +85,12 @@ def build_config_parser() -> ArgumentParser:
     )
     parser.add_argument(
         "--gold_relations", type=bool, default=False, help="gold source: list gold relations in the schema (oracle)"
+    )
+    parser.add_argument(
+        "--mask_entities",
+        type=bool,
+        default=False,
+        help="write the linked entities' mentions as slots [E0]... in the prompt, the names back in the answer",
     )
     return parser
 
@@ -142,6 +150,7 @@ def load_job(path: str | Path, overrides: dict[str, Any] | None = None, *, with_
         variant=str(init.variant),
         source=str(init.source),
         gold_relations=bool(init.gold_relations),
+        mask_entities=bool(init.mask_entities),
     )
 
 

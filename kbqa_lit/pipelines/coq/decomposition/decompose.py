@@ -14,6 +14,7 @@ another variant is refused (delete it to start over).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -34,6 +35,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from kbqa_lit.data.entity_slots import mask_text, topic_slots, unmask_text
+from kbqa_lit.data.linking import predicted_entities
 from kbqa_lit.data.schema import KBQAExample, read_jsonl, write_jsonl
 from kbqa_lit.errors import DataFormatError, UserInputError
 from kbqa_lit.llm.backends import DecompositionBackend, GenerationOutcome
@@ -137,6 +140,12 @@ def _read_input(path: Path, limit: int | None) -> list[KBQAExample]:
     return examples
 
 
+def linked_slots(ex: KBQAExample) -> list[tuple[str, str]]:
+    """``(slot, label)`` of the entities an earlier step linked in ``ex`` (never its gold topic entities)."""
+    linked = dataclasses.replace(ex, topic_entities=predicted_entities(ex, None))
+    return topic_slots(linked)
+
+
 def _batches(items: Sequence[KBQAExample], size: int) -> Iterator[list[KBQAExample]]:
     for i in range(0, len(items), size):
         yield list(items[i : i + size])
@@ -155,6 +164,7 @@ class _Decomposer:
         cache: DecompositionCache | None,
         gold_relations: bool,
         summary: DecomposeSummary,
+        mask_entities: bool = False,
     ) -> None:
         self.backend = backend
         self.prompt = prompt or DecompositionPrompt()
@@ -165,6 +175,7 @@ class _Decomposer:
         self.cache = cache
         self.gold_relations = gold_relations
         self.summary = summary
+        self.mask_entities = mask_entities
 
     def run(self, batch: list[KBQAExample]) -> list[KBQAExample]:
         if self.variant == "none":
@@ -174,13 +185,14 @@ class _Decomposer:
                 write_fields(ex, gold_decomposition(ex, self.gold_relations), variant=self.variant, status="gold")
                 for ex in batch
             ]
-        texts = self._texts([self.prompt.render(ex.question) for ex in batch])
+        slots = [linked_slots(ex) if self.mask_entities else [] for ex in batch]
+        texts = self._texts([self.prompt.render(mask_text(ex.question, s)) for ex, s in zip(batch, slots, strict=True)])
         out = []
-        for ex, got in zip(batch, texts, strict=True):
+        for ex, got, ex_slots in zip(batch, texts, slots, strict=True):
             if got.text is None:
                 parsed = Decomposition.failure(f"backend: {got.error}")
             else:
-                parsed = parse_decomposition(got.text, ex.question)
+                parsed = parse_decomposition(unmask_text(got.text, ex_slots), ex.question)
             out.append(write_fields(ex, parsed, variant=self.variant, status="ok"))
         return out
 
@@ -228,6 +240,7 @@ def decompose_file(
     limit: int | None = None,
     gold_relations: bool = False,
     progress: bool = True,
+    mask_entities: bool = False,
 ) -> DecomposeSummary:
     """Decompose every example of ``input`` and write them to ``out`` (resumable; see the module doc).
 
@@ -242,6 +255,9 @@ def decompose_file(
         cache: The output cache (``None``: no caching).
         limit: Only the first ``limit`` examples of ``input``.
         gold_relations: With ``source="gold"``, list the gold relations in the schema (an oracle).
+        mask_entities: Write the linked entities' mentions as slots ``[E0]``... in the prompt and put
+            the names back into the answer (a model fine-tuned so, :mod:`.training_rows`); the
+            entities are the ones an earlier step linked (``meta.entity_candidates``), never the gold.
         progress: Show a rich progress bar on stderr.
 
     Returns:
@@ -275,6 +291,7 @@ def decompose_file(
         source=source,
         cache=cache,
         gold_relations=gold_relations,
+        mask_entities=mask_entities,
         summary=summary,
     )
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,10 @@ def test_every_config_parses_and_builds(path):
     job = load_job(path)
     assert job.variant == doc.get("variant", "full") and job.source == doc.get("source", "backend")
     assert job.batch_size == doc.get("batch_size", 16) and job.cache == doc.get("cache")
-    assert job.prompt.dataset == doc["prompt"]["dataset"] and job.prompt.cases
+    assert job.prompt.dataset == doc["prompt"]["dataset"]
+    assert len(job.prompt.cases) == doc["prompt"].get("num_cases", len(job.prompt.cases)) and (
+        job.prompt.cases or path.name == "trained.yaml"  # the fine-tuned stand-in reads no cases
+    )
     assert job.prompt.instruction_preset == doc["prompt"].get("instruction_preset", "paper") == "paper"
     backend = doc.get("backend")
     if backend is None:
@@ -39,7 +42,8 @@ def test_every_config_parses_and_builds(path):
         if key == "stop" and value is None:  # the prompt's stop strings, handed over by the run
             assert not job.backend.stop_given
             job.backend.set_default_stop(job.prompt.stop)
-            assert job.backend.stop == job.prompt.stop == ["\n\n", "Decompose the question"]
+            worked = job.prompt.style == "worked"  # compact (the fine-tuned stand-in): no blank line ends a case
+            assert job.backend.stop == job.prompt.stop == ["\n\n"] * worked + ["Decompose the question"]
             continue
         assert got == (value.rstrip("/") if key == "base_url" else value), f"{path.name}: backend.{key}"
 

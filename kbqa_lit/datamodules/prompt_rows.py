@@ -6,7 +6,8 @@ the response and the end token, with the loss on the response only; batches hold
 ``attention_mask`` and ``labels`` (what :class:`~kbqa_lit.modules.lora_causal_lm.LoraCausalLM`
 trains on). Subclasses say where the pairs come from (:meth:`PromptRowsBase.texts`).
 :class:`PromptRowsDataModule` reads them from JSON-lines files of ``{"prompt": ..., "response": ...}``
-(``kbqa keqing reasoning-data`` writes Keqing's reasoning rows so).
+(``kbqa keqing reasoning-data`` writes Keqing's reasoning rows so, ``kbqa decompose --training-rows`` the rows
+of CoQ's trained decomposer).
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ def read_prompt_rows(path: str | Path) -> list[tuple[str, str]]:
 
 
 class PromptRowsDataModule(PromptRowsBase):
-    """Prompt → response rows read from JSON-lines files (e.g. Keqing's fine-tuned reasoner).
+    """Prompt → response rows read from JSON-lines files (Keqing's fine-tuned reasoner, CoQ's trained decomposer).
 
     Args:
         train_file: Training rows (``{"prompt", "response"}`` per line).
