@@ -26,15 +26,14 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader
 
 from kbqa_lit.backbones.encoders import MINILM, build_encoder_tokenizer
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.datamodules.split_files import SplitFilesMixin, canonical_split
+from kbqa_lit.datamodules.split_files import SplitFilesDataModule, canonical_split
 from kbqa_lit.datamodules.tokenizer_sizes import TokenizerSizesMixin
 from kbqa_lit.errors import DataFormatError, KBQAError, UserInputError
 from kbqa_lit.kb.index.relation_inventory import BM25RelationRanker, RelationInventory, load_inventory
@@ -104,18 +103,14 @@ class PairCollator:
         return batch
 
 
-class RelationRetrievalDataModule(TokenizerSizesMixin, SplitFilesMixin, LightningDataModule):
+class RelationRetrievalDataModule(TokenizerSizesMixin, SplitFilesDataModule):
     """Data for :class:`~kbqa_lit.modules.cross_encoder.CrossEncoderRetriever` (CoQ step 2a).
 
+    Takes the file arguments of :class:`~kbqa_lit.datamodules.split_files.SplitFilesDataModule`
+    (``data_dir``, the split files, ``synthetic_seed``, ``synthetic_size``) as keywords; this
+    module has no predict stage, so ``predict_file`` is unused.
+
     Args:
-        data_dir: Folder of the split files (``train.jsonl``, ``dev.jsonl``, ``test.jsonl``); also
-            home of a trained tokenizer (``.tokenizer/``).
-        train_file: Training file (common-schema JSON lines, e.g. from ``kbqa data convert``).
-        val_file: Validation file; default ``<data_dir>/dev.jsonl`` (or ``val.jsonl``).
-        test_file: Test file; default ``<data_dir>/test.jsonl``.
-        synthetic_seed: When set and the split files are missing, build the synthetic world into
-            ``data_dir`` on first use.
-        synthetic_size: Size of that world: ``small``, ``medium`` or ``large``.
         store: Store directory or endpoint URL whose relations form the inventory.
         inventory_file: A relation inventory file (JSON or one id per line); wins over ``store``.
         tokenizer_name_or_path: The encoder's tokenizer (hub name, folder, or
@@ -131,16 +126,11 @@ class RelationRetrievalDataModule(TokenizerSizesMixin, SplitFilesMixin, Lightnin
         eval_batch_size: Questions per validation/test batch.
         num_workers: DataLoader worker processes.
         seed: Seed of the negative sampling and of the training order.
+        **kwargs: The file arguments of :class:`~kbqa_lit.datamodules.split_files.SplitFilesDataModule`.
     """
 
     def __init__(
         self,
-        data_dir: str | None = None,
-        train_file: str | None = None,
-        val_file: str | None = None,
-        test_file: str | None = None,
-        synthetic_seed: int | None = None,
-        synthetic_size: Literal["small", "medium", "large"] = "small",
         store: str | None = None,
         inventory_file: str | None = None,
         tokenizer_name_or_path: str | None = MINILM,
@@ -153,12 +143,11 @@ class RelationRetrievalDataModule(TokenizerSizesMixin, SplitFilesMixin, Lightnin
         eval_batch_size: int = 8,
         num_workers: int = 0,
         seed: int = 0,
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
-        self._init_split_files(data_dir, train_file, val_file, test_file, None, synthetic_seed)
+        super().__init__(**kwargs)  # keeps the files and saves the hyper-parameters
         if num_negatives < 1 or not 0.0 <= hard_negative_ratio <= 1.0:
             raise UserInputError("num_negatives must be >= 1 and hard_negative_ratio within [0, 1]")
-        self.save_hyperparameters()
         self._rows: dict[str, list[dict[str, Any]]] = {}
         self.inventory = self._load_inventory()
         self.bm25 = BM25RelationRanker(self.inventory, top_n=eval_candidates)

@@ -1,9 +1,13 @@
 """Where a datamodule's splits live: common-schema JSON-lines files, or the synthetic world built on first use.
 
-Shared by :class:`~kbqa_lit.datamodules.coq.generation.GenerationDataModule` and
-:class:`~kbqa_lit.datamodules.tfs.instruction.InstructionDataModule`. The host class sets
-``self.data_dir`` (a :class:`~pathlib.Path` or ``None``), ``self._files`` (split → given file or
-``None``), ``self._examples = {}`` and hyper-parameters ``synthetic_seed`` / ``synthetic_size``.
+:class:`SplitFilesDataModule` declares the file arguments the datamodules share (``data_dir``, the
+split files, ``synthetic_seed``/``synthetic_size``) once; a subclass takes its own arguments and
+hands the rest on with ``super().__init__(**kwargs)`` (LightningCLI and ``--print_config`` still
+list every argument: jsonargparse follows ``**kwargs`` into this class's signature).
+:class:`SplitFilesMixin` holds the behaviour: it expects ``self.data_dir`` (a :class:`~pathlib.Path`
+or ``None``), ``self._files`` (split → given file or ``None``), ``self._examples = {}`` and
+hyper-parameters ``synthetic_seed`` / ``synthetic_size``, all of which
+:meth:`SplitFilesMixin._init_split_files` sets.
 """
 
 from __future__ import annotations
@@ -11,8 +15,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sized
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from lightning.pytorch import LightningDataModule
 from lightning.pytorch.utilities import rank_zero_warn
 
 from kbqa_lit.data.linking import (
@@ -220,3 +225,46 @@ class SplitFilesMixin:
         if trainer is None:
             return 1, 0
         return int(trainer.world_size), int(trainer.global_rank)
+
+
+class SplitFilesDataModule(SplitFilesMixin, LightningDataModule):
+    """A datamodule over common-schema split files; the file arguments its subclasses share.
+
+    A subclass checks its own arguments, then calls ``super().__init__(**kwargs)`` with the rest:
+    this ``__init__`` keeps the files (:meth:`SplitFilesMixin._init_split_files`) and calls
+    :meth:`save_hyperparameters`, which saves the arguments of every ``__init__`` in the chain,
+    these at their defaults included. So a subclass sets up anything its own checks need before
+    that call, and does not call :meth:`save_hyperparameters` itself.
+
+    Args:
+        data_dir: Folder of the split files (``train.jsonl``, ``dev.jsonl`` or ``val.jsonl``,
+            ``test.jsonl``); also home of what the subclass builds from them (a trained tokenizer
+            in ``.tokenizer/``, its caches, an embedded store).
+        train_file: Training file (JSON lines, common schema); default ``<data_dir>/train.jsonl``.
+            A relative path is looked up in ``data_dir`` first.
+        val_file: Validation file; default ``<data_dir>/dev.jsonl`` (or ``val.jsonl``).
+        test_file: Test file; default ``<data_dir>/test.jsonl``.
+        predict_file: File for ``predict`` (e.g. an earlier stage's output); default the test file.
+        synthetic_seed: When set and the split files are missing, build the synthetic world
+            (``build_world(data_dir, seed)``) into ``data_dir`` on first use.
+        synthetic_size: Size of that world: ``small``, ``medium`` or ``large``.
+
+    Raises:
+        UserInputError: Without ``data_dir`` and without any split file, or for
+            ``synthetic_seed`` without ``data_dir``.
+    """
+
+    def __init__(
+        self,
+        *,
+        data_dir: str | None = None,
+        train_file: str | None = None,
+        val_file: str | None = None,
+        test_file: str | None = None,
+        predict_file: str | None = None,
+        synthetic_seed: int | None = None,
+        synthetic_size: Literal["small", "medium", "large"] = "small",
+    ) -> None:
+        super().__init__()
+        self._init_split_files(data_dir, train_file, val_file, test_file, predict_file, synthetic_seed)
+        self.save_hyperparameters()

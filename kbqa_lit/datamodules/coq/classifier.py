@@ -44,7 +44,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from lightning.pytorch import LightningDataModule
 from lightning.pytorch.utilities import rank_zero_warn
 from torch.utils.data import DataLoader
 from transformers import PreTrainedTokenizerBase
@@ -73,7 +72,7 @@ from kbqa_lit.datamodules.coq.classifier_inputs import (
     with_gold,
 )
 from kbqa_lit.datamodules.samplers import LengthBucketSampler
-from kbqa_lit.datamodules.split_files import STAGE_SPLITS, SplitFilesMixin, canonical_split
+from kbqa_lit.datamodules.split_files import STAGE_SPLITS, SplitFilesDataModule, canonical_split
 from kbqa_lit.datamodules.tokenizer_sizes import TokenizerSizesMixin
 from kbqa_lit.errors import UserInputError, check_choice
 from kbqa_lit.kb.lf.normalize import schema_to_words
@@ -92,19 +91,14 @@ def _as_list(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(batch)
 
 
-class SchemaDataModule(TokenizerSizesMixin, SplitFilesMixin, LightningDataModule):
+class SchemaDataModule(TokenizerSizesMixin, SplitFilesDataModule):
     """Data for :class:`~kbqa_lit.modules.coq.schema_classifier.SchemaClassifier` (CoQ step 2b).
 
+    Takes the file arguments of :class:`~kbqa_lit.datamodules.split_files.SplitFilesDataModule`
+    (``data_dir``, the split files, ``synthetic_seed``, ``synthetic_size``) as keywords;
+    ``data_dir`` is also the default home of the embedded store.
+
     Args:
-        data_dir: Folder of the split files (``train.jsonl``, ``dev.jsonl``, ``test.jsonl``); home of
-            the trained tokenizer (``.tokenizer/``) and, by default, of the embedded store.
-        train_file: Training file (JSON lines, common schema); default ``<data_dir>/train.jsonl``.
-        val_file: Validation file; default ``<data_dir>/dev.jsonl`` (or ``val.jsonl``).
-        test_file: Test file; default ``<data_dir>/test.jsonl``.
-        predict_file: File for ``predict`` (e.g. the retrieval stage's output); default the test file.
-        synthetic_seed: When set and the split files are missing, build the synthetic world into
-            ``data_dir`` on first use.
-        synthetic_size: Size of that world: ``small``, ``medium`` or ``large``.
         store: The KB for sampled candidates and missing 1-hop relations: an Oxigraph store folder
             or an http(s) SPARQL endpoint. ``None``: ``<data_dir>/kb_store``, built from
             ``<data_dir>/kb.nt`` on first use when that file exists.
@@ -140,17 +134,11 @@ class SchemaDataModule(TokenizerSizesMixin, SplitFilesMixin, LightningDataModule
             qid); with ``fold``, train on the other folds and predict only fold ``fold`` of the
             predict file. ``None``: no folds.
         fold: The held-out fold (``0 <= fold < num_folds``).
+        **kwargs: The file arguments of :class:`~kbqa_lit.datamodules.split_files.SplitFilesDataModule`.
     """
 
     def __init__(
         self,
-        data_dir: str | None = None,
-        train_file: str | None = None,
-        val_file: str | None = None,
-        test_file: str | None = None,
-        predict_file: str | None = None,
-        synthetic_seed: int | None = None,
-        synthetic_size: Literal["small", "medium", "large"] = "small",
         store: str | None = None,
         relations_file: str | None = None,
         candidates: Literal["auto", "meta", "sampled"] = "auto",
@@ -170,8 +158,8 @@ class SchemaDataModule(TokenizerSizesMixin, SplitFilesMixin, LightningDataModule
         refined_relations_files: list[str] | None = None,
         num_folds: int | None = None,
         fold: int | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
         check_choice("candidates", candidates, CANDIDATE_MODES)
         check_choice("entity_item_relations", entity_item_relations, ENTITY_ITEM_RELATION_MODES)
         if (num_folds is None) != (fold is None) or (
@@ -180,8 +168,7 @@ class SchemaDataModule(TokenizerSizesMixin, SplitFilesMixin, LightningDataModule
             raise UserInputError(f"give num_folds >= 2 and 0 <= fold < num_folds together, got {num_folds}, {fold}")
         if num_candidates < 1:
             raise UserInputError(f"num_candidates must be >= 1, got {num_candidates}")
-        self._init_split_files(data_dir, train_file, val_file, test_file, predict_file, synthetic_seed)
-        self.save_hyperparameters()
+        super().__init__(**kwargs)  # keeps the files and saves the hyper-parameters
         self._items: dict[str, list[dict[str, Any]]] = {}
         self._candidates: dict[tuple[str, int], Candidates] = {}
         self._warned_sampled = False

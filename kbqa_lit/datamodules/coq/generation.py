@@ -30,7 +30,6 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader, Sampler
 from transformers import PreTrainedTokenizerBase
 
@@ -50,7 +49,7 @@ from kbqa_lit.datamodules.coq import encoding
 from kbqa_lit.datamodules.coq.encoding import CACHE_FORMAT
 from kbqa_lit.datamodules.resumable import LoaderProgress, ResumableDataLoader
 from kbqa_lit.datamodules.samplers import LengthBucketSampler
-from kbqa_lit.datamodules.split_files import SPLITS, STAGE_SPLITS, SplitFilesMixin, canonical_split
+from kbqa_lit.datamodules.split_files import SPLITS, STAGE_SPLITS, SplitFilesDataModule, canonical_split
 from kbqa_lit.datamodules.tokenized_cache import TokenizedSplit, load_or_encode
 from kbqa_lit.datamodules.tokenizer_sizes import TokenizerSizesMixin
 from kbqa_lit.errors import UserInputError, check_choice
@@ -58,21 +57,14 @@ from kbqa_lit.errors import UserInputError, check_choice
 log = logging.getLogger(__name__)
 
 
-class GenerationDataModule(TokenizerSizesMixin, SplitFilesMixin, LightningDataModule):
+class GenerationDataModule(TokenizerSizesMixin, SplitFilesDataModule):
     """Data for :class:`~kbqa_lit.modules.multitask_generator.MultitaskGenerator` (CoQ step 4).
 
+    Takes the file arguments of :class:`~kbqa_lit.datamodules.split_files.SplitFilesDataModule`
+    (``data_dir``, the split files, ``synthetic_seed``, ``synthetic_size``) as keywords;
+    ``data_dir`` is also the home of the tokenised cache (``.cache/``) unless ``cache_dir`` is set.
+
     Args:
-        data_dir: Folder of the split files (``train.jsonl``, ``dev.jsonl`` or ``val.jsonl``,
-            ``test.jsonl``); also home of the trained tokenizer (``.tokenizer/``) and, unless
-            ``cache_dir`` is set, of the tokenised cache (``.cache/``).
-        train_file: Training file (JSON lines, common schema); default ``<data_dir>/train.jsonl``.
-            A relative path is looked up in ``data_dir`` first.
-        val_file: Validation file; default ``<data_dir>/dev.jsonl`` (or ``val.jsonl``).
-        test_file: Test file; default ``<data_dir>/test.jsonl``.
-        predict_file: File for ``predict``; default the test file.
-        synthetic_seed: When set and the split files are missing, build the synthetic world
-            (``build_world(data_dir, seed)``) into ``data_dir`` on first use.
-        synthetic_size: Size of that world: ``small``, ``medium`` or ``large``.
         tokenizer_name_or_path: Hub name or local folder of the tokenizer (``t5-base``); ``None``
             trains a BPE tokenizer on the training questions, decompositions, normalised
             S-expressions and answers, cached under ``<data_dir>/.tokenizer``.
@@ -113,17 +105,11 @@ class GenerationDataModule(TokenizerSizesMixin, SplitFilesMixin, LightningDataMo
             examples carry (``meta.refined_entities``/``entity_candidates``) are used.
         linking_build_from: Triple files to build ``linking_store`` from when it holds none yet.
         linking_top_k: Linked entities kept per question (ambiguous names give several).
+        **kwargs: The file arguments of :class:`~kbqa_lit.datamodules.split_files.SplitFilesDataModule`.
     """
 
     def __init__(
         self,
-        data_dir: str | None = None,
-        train_file: str | None = None,
-        val_file: str | None = None,
-        test_file: str | None = None,
-        predict_file: str | None = None,
-        synthetic_seed: int | None = None,
-        synthetic_size: Literal["small", "medium", "large"] = "small",
         tokenizer_name_or_path: str | None = None,
         vocab_size: int = 2000,
         use_decomposition: bool = True,
@@ -142,14 +128,13 @@ class GenerationDataModule(TokenizerSizesMixin, SplitFilesMixin, LightningDataMo
         linking_store: str | None = None,
         linking_build_from: list[str] | None = None,
         linking_top_k: int = 3,
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
         check_choice("patterns", patterns, PATTERN_MODES)
         if top_k_patterns is not None and top_k_patterns < 1:
             raise UserInputError(f"top_k_patterns must be at least 1 (or null for all), got {top_k_patterns}")
         self._init_linking(linking, linking_store, linking_build_from, linking_top_k)
-        self._init_split_files(data_dir, train_file, val_file, test_file, predict_file, synthetic_seed)
-        self.save_hyperparameters()
+        super().__init__(**kwargs)  # keeps the files and saves the hyper-parameters
         self._datasets: dict[str, TokenizedSplit] = {}
         #: How many splits this instance tokenised (0 when everything came from the cache).
         self.encode_count = 0

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from kbqa_lit.backbones.encoders import MINILM
 from kbqa_lit.data.fc.extractor_texts import DEFAULT_NEGATIVES, class_item, relation_item, same_domain_negatives
@@ -58,12 +58,6 @@ class ExtractorDataModule(RelationRetrievalDataModule):
         kind: ``relation`` or ``class``: which gold items make the groups.
         ontology: A ``schema.json`` or a directory with ``fb_roles``; default
             ``<data_dir>/schema.json`` when present.
-        data_dir: Folder of the split files (see the base class).
-        train_file: Training file (common-schema JSON lines).
-        val_file: Validation file.
-        test_file: Test file.
-        synthetic_seed: Build the synthetic world into ``data_dir`` when its files are missing.
-        synthetic_size: ``small``, ``medium`` or ``large``.
         store: Store directory or endpoint URL whose relations form the relation inventory.
         inventory_file: A relation inventory file (relations only).
         tokenizer_name_or_path: The encoder's tokenizer; ``None`` trains a WordPiece tokenizer.
@@ -76,18 +70,13 @@ class ExtractorDataModule(RelationRetrievalDataModule):
         eval_batch_size: Questions per validation/test batch.
         num_workers: DataLoader worker processes.
         seed: Seed of the negative sampling and of the training order.
+        **kwargs: The file arguments of :class:`~kbqa_lit.datamodules.split_files.SplitFilesDataModule`.
     """
 
     def __init__(
         self,
         kind: Literal["relation", "class"] = "relation",
         ontology: str | None = None,
-        data_dir: str | None = None,
-        train_file: str | None = None,
-        val_file: str | None = None,
-        test_file: str | None = None,
-        synthetic_seed: int | None = None,
-        synthetic_size: Literal["small", "medium", "large"] = "small",
         store: str | None = None,
         inventory_file: str | None = None,
         tokenizer_name_or_path: str | None = MINILM,
@@ -99,17 +88,12 @@ class ExtractorDataModule(RelationRetrievalDataModule):
         eval_batch_size: int = 8,
         num_workers: int = 0,
         seed: int = 0,
+        **kwargs: Any,
     ) -> None:
         check_choice("kind", kind, EXTRACTOR_KINDS)
         self.ontology: Ontology | None = None
         self._listed_classes: list[str] = []
         super().__init__(
-            data_dir=data_dir,
-            train_file=train_file,
-            val_file=val_file,
-            test_file=test_file,
-            synthetic_seed=synthetic_seed,
-            synthetic_size=synthetic_size,
             store=store,
             inventory_file=inventory_file,
             tokenizer_name_or_path=tokenizer_name_or_path,
@@ -122,6 +106,7 @@ class ExtractorDataModule(RelationRetrievalDataModule):
             eval_batch_size=eval_batch_size,
             num_workers=num_workers,
             seed=seed,
+            **kwargs,
         )
 
     # ------------------------------------------------------------------ ontology and inventory

@@ -24,7 +24,6 @@ import logging
 from typing import Any, Literal
 
 import torch
-from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader
 from transformers import PreTrainedTokenizerBase
 
@@ -34,7 +33,7 @@ from kbqa_lit.data.fc.skeletons import ENTITY_MASK
 from kbqa_lit.data.linking import oracle_inputs
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.datamodules.collate import Seq2SeqCollator
-from kbqa_lit.datamodules.split_files import STAGE_SPLITS, SplitFilesMixin, canonical_split
+from kbqa_lit.datamodules.split_files import STAGE_SPLITS, SplitFilesDataModule, canonical_split
 from kbqa_lit.datamodules.tokenizer_sizes import TokenizerSizesMixin
 from kbqa_lit.errors import UserInputError, check_choice
 
@@ -44,17 +43,13 @@ log = logging.getLogger(__name__)
 FC_EXTRA_TOKENS: tuple[str, ...] = (*SLOT_TOKENS, *(ENTITY_MASK.format(k) for k in range(MAX_SLOTS)))
 
 
-class FCSeq2SeqDataModule(TokenizerSizesMixin, SplitFilesMixin, LightningDataModule):
+class FCSeq2SeqDataModule(TokenizerSizesMixin, SplitFilesDataModule):
     """Split files, inference views, tokenizer, rows and loaders of an FC seq2seq task.
 
+    Takes the file arguments of :class:`~kbqa_lit.datamodules.split_files.SplitFilesDataModule`
+    (``data_dir``, the split files, ``synthetic_seed``, ``synthetic_size``) as keywords.
+
     Args:
-        data_dir: Folder of ``train.jsonl``, ``dev.jsonl``, ``test.jsonl`` (and the tokenizer cache).
-        train_file: Training file (default ``<data_dir>/train.jsonl``).
-        val_file: Validation file (default ``<data_dir>/dev.jsonl``).
-        test_file: Test file (default ``<data_dir>/test.jsonl``).
-        predict_file: Predict file (default the test file).
-        synthetic_seed: Build the synthetic world into ``data_dir`` when its files are missing.
-        synthetic_size: ``small``, ``medium`` or ``large``.
         oracle: Gold inputs at evaluation (see the subclass; ``none``: an honest run).
         linking: Entities of evaluation views when no oracle: ``predicted`` or ``dataset-given``.
         linking_store: The KB whose names ``predicted`` linking searches.
@@ -67,6 +62,7 @@ class FCSeq2SeqDataModule(TokenizerSizesMixin, SplitFilesMixin, LightningDataMod
         batch_size: Training batch size.
         eval_batch_size: Validation/test/predict batch size.
         num_workers: DataLoader workers.
+        **kwargs: The file arguments of :class:`~kbqa_lit.datamodules.split_files.SplitFilesDataModule`.
     """
 
     #: The ``oracle`` values the task knows (``none`` first).
@@ -74,13 +70,6 @@ class FCSeq2SeqDataModule(TokenizerSizesMixin, SplitFilesMixin, LightningDataMod
 
     def __init__(
         self,
-        data_dir: str | None = None,
-        train_file: str | None = None,
-        val_file: str | None = None,
-        test_file: str | None = None,
-        predict_file: str | None = None,
-        synthetic_seed: int | None = None,
-        synthetic_size: Literal["small", "medium", "large"] = "small",
         oracle: str = "none",
         linking: Literal["predicted", "dataset-given"] = "predicted",
         linking_store: str | None = None,
@@ -93,14 +82,13 @@ class FCSeq2SeqDataModule(TokenizerSizesMixin, SplitFilesMixin, LightningDataMod
         batch_size: int = 16,
         eval_batch_size: int = 32,
         num_workers: int = 0,
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
         check_choice("oracle", oracle, self.ORACLES)
         check_choice("linking", linking, ("predicted", "dataset-given"), hint="gold is oracle: linking")
-        self.save_hyperparameters()
         # any oracle hands evaluation the gold entities; otherwise the linking setting decides
         self._init_linking(linking if oracle == "none" else "gold", linking_store, linking_build_from, linking_top_k)
-        self._init_split_files(data_dir, train_file, val_file, test_file, predict_file, synthetic_seed)
+        super().__init__(**kwargs)  # keeps the files and saves the hyper-parameters
         self._rows: dict[str, list[dict[str, Any]]] = {}
         self.tokenizer: PreTrainedTokenizerBase = self._build_tokenizer()
 

@@ -28,33 +28,25 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal
 
-from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader
 from transformers import PreTrainedTokenizerBase
 
 from kbqa_lit.backbones.causal import build_causal_tokenizer
 from kbqa_lit.data.tfs.prompts import TASKS, check_tasks
-from kbqa_lit.datamodules.split_files import SPLITS, STAGE_SPLITS, SplitFilesMixin, canonical_split
+from kbqa_lit.datamodules.split_files import SPLITS, STAGE_SPLITS, SplitFilesDataModule, canonical_split
 from kbqa_lit.datamodules.tfs.instruction_batches import InstructionCollator, InstructionEncoder, pad_id
 from kbqa_lit.errors import UserInputError
 
 log = logging.getLogger(__name__)
 
 
-class InstructionDataModule(SplitFilesMixin, LightningDataModule):
+class InstructionDataModule(SplitFilesDataModule):
     """Instruction data for :class:`~kbqa_lit.modules.lora_causal_lm.LoraCausalLM` (TFS-KBQA).
 
+    Takes the file arguments of :class:`~kbqa_lit.datamodules.split_files.SplitFilesDataModule`
+    (``data_dir``, the split files, ``synthetic_seed``, ``synthetic_size``) as keywords.
+
     Args:
-        data_dir: Folder of the split files (``train.jsonl``, ``dev.jsonl`` or ``val.jsonl``,
-            ``test.jsonl``); also home of a trained tokenizer (``.tokenizer/``).
-        train_file: Training file (JSON lines, common schema); default ``<data_dir>/train.jsonl``.
-            A relative path is looked up in ``data_dir`` first.
-        val_file: Validation file; default ``<data_dir>/dev.jsonl`` (or ``val.jsonl``).
-        test_file: Test file; default ``<data_dir>/test.jsonl``.
-        predict_file: File for ``predict``; default the test file.
-        synthetic_seed: When set and the split files are missing, build the synthetic world
-            (``build_world(data_dir, seed)``) into ``data_dir`` on first use.
-        synthetic_size: Size of that world: ``small``, ``medium`` or ``large``.
         tasks: Instruction tasks of this run: one or several of ``s1``, ``s2_items``, ``s2_lf``,
             ``s3`` (a list, or a comma-separated string); several are mixed in one run.
         instructions: Task → instruction text, overriding the paper's instructions.
@@ -87,17 +79,11 @@ class InstructionDataModule(SplitFilesMixin, LightningDataModule):
         linking_store: The knowledge base whose names ``predicted`` linking searches.
         linking_build_from: Triple files to build ``linking_store`` from when it holds none yet.
         linking_top_k: Linked entities kept per question.
+        **kwargs: The file arguments of :class:`~kbqa_lit.datamodules.split_files.SplitFilesDataModule`.
     """
 
     def __init__(
         self,
-        data_dir: str | None = None,
-        train_file: str | None = None,
-        val_file: str | None = None,
-        test_file: str | None = None,
-        predict_file: str | None = None,
-        synthetic_seed: int | None = None,
-        synthetic_size: str = "small",
         tasks: str | list[str] = "s1",
         instructions: dict[str, str] | None = None,
         template: str = "alpaca",
@@ -117,10 +103,10 @@ class InstructionDataModule(SplitFilesMixin, LightningDataModule):
         linking_store: str | None = None,
         linking_build_from: list[str] | None = None,
         linking_top_k: int = 3,
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
         self._init_linking(linking, linking_store, linking_build_from, linking_top_k)
-        self._init_split_files(data_dir, train_file, val_file, test_file, predict_file, synthetic_seed)
+        super().__init__(**kwargs)  # keeps the files and saves the hyper-parameters
         fmt = {
             "max_input_length": max_input_length,
             "s2_lf_input": s2_lf_input,
@@ -133,7 +119,6 @@ class InstructionDataModule(SplitFilesMixin, LightningDataModule):
             )
         except ValueError as exc:
             raise UserInputError(str(exc)) from None
-        self.save_hyperparameters()
         self._rows: dict[str, list[dict[str, Any]]] = {}
         self.tokenizer: PreTrainedTokenizerBase = self._build_tokenizer()
         self.encoder = InstructionEncoder(
