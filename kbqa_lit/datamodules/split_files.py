@@ -4,6 +4,7 @@
 split files, ``synthetic_seed``/``synthetic_size``) once; a subclass takes its own arguments and
 hands the rest on with ``super().__init__(**kwargs)`` (LightningCLI and ``--print_config`` still
 list every argument: jsonargparse follows ``**kwargs`` into this class's signature).
+:class:`LinkedSplitFilesDataModule` adds the ``linking`` arguments the same way.
 :class:`SplitFilesMixin` holds the behaviour: it expects ``self.data_dir`` (a :class:`~pathlib.Path`
 or ``None``), ``self._files`` (split → given file or ``None``), ``self._examples = {}`` and
 hyper-parameters ``synthetic_seed`` / ``synthetic_size``, all of which
@@ -268,3 +269,40 @@ class SplitFilesDataModule(SplitFilesMixin, LightningDataModule):
         super().__init__()
         self._init_split_files(data_dir, train_file, val_file, test_file, predict_file, synthetic_seed)
         self.save_hyperparameters()
+
+
+class LinkedSplitFilesDataModule(SplitFilesDataModule):
+    """A :class:`SplitFilesDataModule` whose evaluation examples follow a ``linking`` setting.
+
+    Validation, test and predict see :meth:`~SplitFilesMixin.examples`, the inference views of
+    :mod:`kbqa_lit.data.linking`; training always sees the gold. A subclass passes these and the
+    file arguments on with ``super().__init__(**kwargs)``, as for :class:`SplitFilesDataModule`.
+
+    Args:
+        linking: Which entities validation, test and predict may use (see
+            :mod:`kbqa_lit.data.linking`): ``predicted`` (the pipeline's refined or linked
+            entities, else the surface-name index of ``linking_store`` over the question),
+            ``dataset-given`` (MetaQA's bracketed entity, PathQuestion's path head) or ``gold``
+            (an oracle: metrics are logged under ``oracle/``).
+        linking_store: The knowledge base whose names ``predicted`` linking searches (an
+            Oxigraph store directory or an endpoint URL); without it, only the entities the
+            examples carry (``meta.refined_entities``/``entity_candidates``) are used.
+        linking_build_from: Triple files to build ``linking_store`` from when it holds none yet.
+        linking_top_k: Linked entities kept per question (ambiguous names give several).
+        **kwargs: The file arguments of :class:`SplitFilesDataModule`.
+
+    Raises:
+        UserInputError: For an unknown ``linking`` or ``linking_top_k`` below 1.
+    """
+
+    def __init__(
+        self,
+        *,
+        linking: Literal["predicted", "dataset-given", "gold"] = "predicted",
+        linking_store: str | None = None,
+        linking_build_from: list[str] | None = None,
+        linking_top_k: int = 3,
+        **kwargs: Any,
+    ) -> None:
+        self._init_linking(linking, linking_store, linking_build_from, linking_top_k)
+        super().__init__(**kwargs)

@@ -17,10 +17,12 @@ from kbqa_lit.datamodules.fc.composer import ComposerDataModule
 from kbqa_lit.datamodules.fc.extractors import ExtractorDataModule
 from kbqa_lit.datamodules.fc.skeleton import SkeletonParserDataModule
 from kbqa_lit.datamodules.relation_retrieval import RelationRetrievalDataModule
-from kbqa_lit.datamodules.split_files import SplitFilesDataModule
+from kbqa_lit.datamodules.split_files import LinkedSplitFilesDataModule, SplitFilesDataModule
 from kbqa_lit.datamodules.tfs.instruction import InstructionDataModule
+from kbqa_lit.errors import UserInputError
 
 FILE_ARGS = ("data_dir", "train_file", "val_file", "test_file", "predict_file", "synthetic_seed", "synthetic_size")
+LINKING_ARGS = ("linking", "linking_store", "linking_build_from", "linking_top_k")
 
 #: The file arguments at their defaults (``data_dir`` is the test's folder).
 FILES = {"train_file": None, "val_file": None, "test_file": None, "predict_file": None}
@@ -163,6 +165,8 @@ def test_saved_hyperparameters_are_those_of_before_base_defaults_included(name: 
     expected = {"data_dir": str(small), **EXPECTED[name], **PATHS.get(name, lambda d, w: {})(small, world)}
     assert dict(dm.hparams) == expected
     assert list(dm.hparams)[: len(FILE_ARGS)] == list(FILE_ARGS)  # the base's first, then the subclass's
+    if isinstance(dm, LinkedSplitFilesDataModule):
+        assert list(dm.hparams)[len(FILE_ARGS) : len(FILE_ARGS) + len(LINKING_ARGS)] == list(LINKING_ARGS)
 
 
 @pytest.mark.parametrize(
@@ -174,7 +178,8 @@ def test_saved_hyperparameters_are_those_of_before_base_defaults_included(name: 
 def test_the_cli_lists_the_file_arguments_with_type_default_and_help(cls: type) -> None:
     parser = ArgumentParser()
     parser.add_class_arguments(cls, "data")
-    for arg in FILE_ARGS:
+    linked = issubclass(cls, LinkedSplitFilesDataModule) or "linking" in parser.get_defaults().data
+    for arg in FILE_ARGS + (LINKING_ARGS if linked else ()):
         action = next(a for a in parser._actions if a.dest == f"data.{arg}")
         assert action.help and action.help != "==SUPPRESS=="
     assert parser.get_defaults().data.synthetic_size == "small"
@@ -184,6 +189,12 @@ def test_the_cli_lists_the_file_arguments_with_type_default_and_help(cls: type) 
         parser.parse_args(["--data.synthetic_size=huge"])
 
 
-def test_file_arguments_are_keyword_only() -> None:
+@pytest.mark.parametrize("cls", [SplitFilesDataModule, LinkedSplitFilesDataModule], ids=lambda c: c.__name__)
+def test_file_and_linking_arguments_are_keyword_only(cls: type) -> None:
     with pytest.raises(TypeError):
-        SplitFilesDataModule("data")  # type: ignore[misc]
+        cls("data")
+
+
+def test_linking_is_checked_before_the_files() -> None:
+    with pytest.raises(UserInputError, match="linking_top_k must be at least 1"):
+        GenerationDataModule(linking_top_k=0)  # no files either: the linking message comes first, as before

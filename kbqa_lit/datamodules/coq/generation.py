@@ -49,7 +49,7 @@ from kbqa_lit.datamodules.coq import encoding
 from kbqa_lit.datamodules.coq.encoding import CACHE_FORMAT
 from kbqa_lit.datamodules.resumable import LoaderProgress, ResumableDataLoader
 from kbqa_lit.datamodules.samplers import LengthBucketSampler
-from kbqa_lit.datamodules.split_files import SPLITS, STAGE_SPLITS, SplitFilesDataModule, canonical_split
+from kbqa_lit.datamodules.split_files import SPLITS, STAGE_SPLITS, LinkedSplitFilesDataModule, canonical_split
 from kbqa_lit.datamodules.tokenized_cache import TokenizedSplit, load_or_encode
 from kbqa_lit.datamodules.tokenizer_sizes import TokenizerSizesMixin
 from kbqa_lit.errors import UserInputError, check_choice
@@ -57,11 +57,13 @@ from kbqa_lit.errors import UserInputError, check_choice
 log = logging.getLogger(__name__)
 
 
-class GenerationDataModule(TokenizerSizesMixin, SplitFilesDataModule):
+class GenerationDataModule(TokenizerSizesMixin, LinkedSplitFilesDataModule):
     """Data for :class:`~kbqa_lit.modules.multitask_generator.MultitaskGenerator` (CoQ step 4).
 
-    Takes the file arguments of :class:`~kbqa_lit.datamodules.split_files.SplitFilesDataModule`
-    (``data_dir``, the split files, ``synthetic_seed``, ``synthetic_size``) as keywords;
+    Takes the file and linking arguments of
+    :class:`~kbqa_lit.datamodules.split_files.LinkedSplitFilesDataModule` (``data_dir``, the split
+    files, ``synthetic_seed``, ``synthetic_size``, ``linking``, ``linking_store``,
+    ``linking_build_from``, ``linking_top_k``) as keywords;
     ``data_dir`` is also the home of the tokenised cache (``.cache/``) unless ``cache_dir`` is set.
 
     Args:
@@ -95,17 +97,8 @@ class GenerationDataModule(TokenizerSizesMixin, SplitFilesDataModule):
         bucket_by_length: Sample training batches from buckets of similar input length (less
             padding); false shuffles uniformly.
         cache_dir: Folder of the tokenised Arrow cache (default ``<data_dir>/.cache``).
-        linking: Which entities validation, test and predict inputs may use (see
-            :mod:`kbqa_lit.data.linking`): ``predicted`` (the pipeline's refined or linked
-            entities, else the surface-name index of ``linking_store`` over the question),
-            ``dataset-given`` (MetaQA's bracketed entity, PathQuestion's path head) or ``gold``
-            (an oracle: metrics are logged under ``oracle/``). Training always sees the gold.
-        linking_store: The knowledge base whose names ``predicted`` linking searches (an
-            Oxigraph store directory or an endpoint URL); without it, only the entities the
-            examples carry (``meta.refined_entities``/``entity_candidates``) are used.
-        linking_build_from: Triple files to build ``linking_store`` from when it holds none yet.
-        linking_top_k: Linked entities kept per question (ambiguous names give several).
-        **kwargs: The file arguments of :class:`~kbqa_lit.datamodules.split_files.SplitFilesDataModule`.
+        **kwargs: The file and linking arguments of
+            :class:`~kbqa_lit.datamodules.split_files.LinkedSplitFilesDataModule`.
     """
 
     def __init__(
@@ -124,17 +117,12 @@ class GenerationDataModule(TokenizerSizesMixin, SplitFilesDataModule):
         num_workers: int = 0,
         bucket_by_length: bool = True,
         cache_dir: str | None = None,
-        linking: Literal["predicted", "dataset-given", "gold"] = "predicted",
-        linking_store: str | None = None,
-        linking_build_from: list[str] | None = None,
-        linking_top_k: int = 3,
         **kwargs: Any,
     ) -> None:
         check_choice("patterns", patterns, PATTERN_MODES)
         if top_k_patterns is not None and top_k_patterns < 1:
             raise UserInputError(f"top_k_patterns must be at least 1 (or null for all), got {top_k_patterns}")
-        self._init_linking(linking, linking_store, linking_build_from, linking_top_k)
-        super().__init__(**kwargs)  # keeps the files and saves the hyper-parameters
+        super().__init__(**kwargs)  # links, keeps the files and saves the hyper-parameters
         self._datasets: dict[str, TokenizedSplit] = {}
         #: How many splits this instance tokenised (0 when everything came from the cache).
         self.encode_count = 0

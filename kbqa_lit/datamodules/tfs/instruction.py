@@ -33,18 +33,22 @@ from transformers import PreTrainedTokenizerBase
 
 from kbqa_lit.backbones.causal import build_causal_tokenizer
 from kbqa_lit.data.tfs.prompts import TASKS, check_tasks
-from kbqa_lit.datamodules.split_files import SPLITS, STAGE_SPLITS, SplitFilesDataModule, canonical_split
+from kbqa_lit.datamodules.split_files import SPLITS, STAGE_SPLITS, LinkedSplitFilesDataModule, canonical_split
 from kbqa_lit.datamodules.tfs.instruction_batches import InstructionCollator, InstructionEncoder, pad_id
 from kbqa_lit.errors import UserInputError
 
 log = logging.getLogger(__name__)
 
 
-class InstructionDataModule(SplitFilesDataModule):
+class InstructionDataModule(LinkedSplitFilesDataModule):
     """Instruction data for :class:`~kbqa_lit.modules.lora_causal_lm.LoraCausalLM` (TFS-KBQA).
 
-    Takes the file arguments of :class:`~kbqa_lit.datamodules.split_files.SplitFilesDataModule`
-    (``data_dir``, the split files, ``synthetic_seed``, ``synthetic_size``) as keywords.
+    Takes the file and linking arguments of
+    :class:`~kbqa_lit.datamodules.split_files.LinkedSplitFilesDataModule` (``data_dir``, the split
+    files, ``synthetic_seed``, ``synthetic_size``, ``linking``, ``linking_store``,
+    ``linking_build_from``, ``linking_top_k``) as keywords. ``linking`` decides
+    which entities the execution-guided evaluation may map mentions to; the tokenised rows are
+    teacher-forced from the file.
 
     Args:
         tasks: Instruction tasks of this run: one or several of ``s1``, ``s2_items``, ``s2_lf``,
@@ -72,14 +76,8 @@ class InstructionDataModule(SplitFilesDataModule):
         batch_size: Training batch size (per device; the paper uses 8).
         eval_batch_size: Validation/test/predict batch size (per device).
         num_workers: DataLoader worker processes.
-        linking: Which entities the execution-guided evaluation may map mentions to (see
-            :mod:`kbqa_lit.data.linking`): ``predicted`` (the examples' linked candidates, else the
-            surface-name index of ``linking_store``), ``dataset-given`` or ``gold`` (an oracle,
-            logged under ``oracle/``). The tokenised rows are teacher-forced from the file.
-        linking_store: The knowledge base whose names ``predicted`` linking searches.
-        linking_build_from: Triple files to build ``linking_store`` from when it holds none yet.
-        linking_top_k: Linked entities kept per question.
-        **kwargs: The file arguments of :class:`~kbqa_lit.datamodules.split_files.SplitFilesDataModule`.
+        **kwargs: The file and linking arguments of
+            :class:`~kbqa_lit.datamodules.split_files.LinkedSplitFilesDataModule`.
     """
 
     def __init__(
@@ -99,14 +97,9 @@ class InstructionDataModule(SplitFilesDataModule):
         batch_size: int = 8,
         eval_batch_size: int = 16,
         num_workers: int = 0,
-        linking: Literal["predicted", "dataset-given", "gold"] = "predicted",
-        linking_store: str | None = None,
-        linking_build_from: list[str] | None = None,
-        linking_top_k: int = 3,
         **kwargs: Any,
     ) -> None:
-        self._init_linking(linking, linking_store, linking_build_from, linking_top_k)
-        super().__init__(**kwargs)  # keeps the files and saves the hyper-parameters
+        super().__init__(**kwargs)  # links, keeps the files and saves the hyper-parameters
         fmt = {
             "max_input_length": max_input_length,
             "s2_lf_input": s2_lf_input,
