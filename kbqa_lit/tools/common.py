@@ -72,6 +72,27 @@ def apply_set_pairs(config: dict[str, Any], overrides: Mapping[str, Any]) -> dic
     return config
 
 
+def command_group(subparsers: Any, name: str, *, help: str, description: str | None = None) -> Any:
+    """Add the command group ``kbqa NAME`` whose subcommands land in ``args.NAME_command``.
+
+    Without a subcommand the group prints its help and exits with status 2.
+
+    Args:
+        subparsers: The ``kbqa`` parser's subparsers.
+        name: The group's name (``kb``, ``fc``, ...).
+        help: One line for ``kbqa --help``.
+        description: The text of ``kbqa NAME --help`` (argparse's default when ``None``).
+
+    Returns:
+        The group's subparsers, to add its subcommands to.
+
+    """
+    group = subparsers.add_parser(name, help=help, description=description)
+    sub = group.add_subparsers(dest=f"{name}_command", metavar="SUBCOMMAND")
+    group.set_defaults(func=lambda _args: (group.print_help(), 2)[1])
+    return sub
+
+
 def print_json(obj: Any) -> None:
     """Print one JSON document to stdout."""
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=None) + "\n")

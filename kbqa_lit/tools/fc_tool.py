@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.tools.common import apply_set_pairs, parse_set_pairs, print_json
+from kbqa_lit.tools.common import apply_set_pairs, command_group, parse_set_pairs, print_json
 
 
 def _config_mapping(args: argparse.Namespace) -> dict[str, Any]:
@@ -181,13 +181,12 @@ def cmd_levels(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``kbqa fc detect`` to the ``kbqa`` parser."""
-    fc = subparsers.add_parser(
+    sub = command_group(
+        subparsers,
         "fc",
         help="FC-KBQA: detect components, link, parse skeletons and build pairs for question files",
         description="FC-KBQA inference stages.",
     )
-    sub = fc.add_subparsers(dest="fc_command", metavar="SUBCOMMAND")
-    fc.set_defaults(func=lambda _args: (fc.print_help(), 2)[1])
     detect = sub.add_parser("detect", help="write question files with meta.fc (pairs, entities, skeletons)")
     detect.add_argument("--config", required=True, help="detection YAML (see configs/fc/detect.yaml)")
     detect.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value (dotted key)")

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.tools.common import check_reachable, print_json, read_text_arg
+from kbqa_lit.tools.common import check_reachable, command_group, print_json, read_text_arg
 
 
 def _positive(value: str) -> float:
@@ -278,13 +278,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         subparsers: The ``kbqa`` parser's subparsers.
 
     """
-    kb = subparsers.add_parser(
+    kb_sub = command_group(
+        subparsers,
         "kb",
         help="build knowledge-base stores and query them",
         description="Build knowledge-base stores from triple files and run SPARQL against them.",
     )
-    kb_sub = kb.add_subparsers(dest="kb_command", metavar="SUBCOMMAND")
-    kb.set_defaults(func=lambda _args: (kb.print_help(), 2)[1])
 
     build = kb_sub.add_parser(
         "build",

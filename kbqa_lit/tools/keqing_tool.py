@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.tools.common import parse_set_pairs, print_json
+from kbqa_lit.tools.common import command_group, parse_set_pairs, print_json
 
 
 def cmd_templates(args: argparse.Namespace) -> int:
@@ -86,13 +86,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``kbqa keqing templates`` and ``kbqa keqing run`` to the ``kbqa`` parser."""
-    keqing = subparsers.add_parser(
+    sub = command_group(
+        subparsers,
         "keqing",
         help="Keqing: mine question templates, answer questions end to end",
         description="Keqing: template mining and the decompose -> match -> retrieve -> reason -> respond run.",
     )
-    sub = keqing.add_subparsers(dest="keqing_command", metavar="SUBCOMMAND")
-    keqing.set_defaults(func=lambda _args: (keqing.print_help(), 2)[1])
 
     templates = sub.add_parser("templates", help="mine templates and their chains from training examples")
     templates.add_argument("--input", required=True, help="training examples (JSON lines, common schema)")

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.tools.common import apply_set_pairs, first_line, parse_set_pairs, print_json
+from kbqa_lit.tools.common import apply_set_pairs, command_group, first_line, parse_set_pairs, print_json
 
 MERGE_META = "kbqa_merge.json"
 #: Where a ``LoraCausalLM`` checkpoint comes from (for error messages).
@@ -182,13 +182,12 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``kbqa lora merge``, ``export`` and ``pipeline`` to the ``kbqa`` parser."""
-    lora = subparsers.add_parser(
+    sub = command_group(
+        subparsers,
         "lora",
         help="LoRA adapters: merge into the base, export checkpoints, TFS fallback inference",
         description="Merge LoRA adapters, export adapter checkpoints, run the TFS-KBQA fallback pipeline.",
     )
-    sub = lora.add_subparsers(dest="lora_command", metavar="SUBCOMMAND")
-    lora.set_defaults(func=lambda _args: (lora.print_help(), 2)[1])
 
     merge = sub.add_parser(
         "merge",

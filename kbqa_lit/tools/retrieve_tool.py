@@ -31,7 +31,7 @@ from typing import Any
 from kbqa_lit.atomic import write_jsonl_atomic
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import DataFormatError, KBQAError, UserInputError
-from kbqa_lit.tools.common import iter_json_lines, print_json
+from kbqa_lit.tools.common import command_group, iter_json_lines, print_json
 
 #: Where a ``CrossEncoderRetriever`` checkpoint comes from (for error messages).
 RETRIEVER_HINT = "kbqa fit --config configs/coq/relation_retriever.yaml writes one"
@@ -205,9 +205,7 @@ def run_relations(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add the ``retrieve`` command group (``entities``, ``relations``) to the ``kbqa`` parser."""
-    ret = subparsers.add_parser("retrieve", help="CoQ candidate entities and relations into JSON lines")
-    sub = ret.add_subparsers(dest="retrieve_command", metavar="SUBCOMMAND")
-    ret.set_defaults(func=lambda _args: (ret.print_help(), 2)[1])
+    sub = command_group(subparsers, "retrieve", help="CoQ candidate entities and relations into JSON lines")
 
     ent = sub.add_parser(
         "entities",
