@@ -40,12 +40,28 @@ SetFn = Callable[[World, str], list[str]]
 
 
 # -- sets read off the world -----------------------------------------------------------------
+def _through(world: World, start: str, inward: str, outward: str) -> list[str]:
+    """Distinct entities reached from ``start`` through the nodes that point at it.
+
+    Args:
+        world: The world to read.
+        start: The entity the middle nodes point at.
+        inward: The relation from a middle node (a CVT: a stint, a performance) to ``start``.
+        outward: The relation from a middle node to the entities returned.
+
+    Returns:
+        The entities in the order first reached, each once.
+
+    """
+    out: list[str] = []
+    for mid in world.subjects(start, inward):
+        out.extend(x for x in world.entity_objects(mid, outward) if x not in out)
+    return out
+
+
 def team_players(world: World, team: str) -> list[str]:
     """Players who ever had a roster stint with ``team``."""
-    out: list[str] = []
-    for stint in world.subjects(team, "sports.sports_team_roster.team"):
-        out.extend(p for p in world.entity_objects(stint, "sports.sports_team_roster.player") if p not in out)
-    return out
+    return _through(world, team, "sports.sports_team_roster.team", "sports.sports_team_roster.player")
 
 
 def director_films(world: World, director: str) -> list[str]:
@@ -55,18 +71,12 @@ def director_films(world: World, director: str) -> list[str]:
 
 def actor_films(world: World, actor: str) -> list[str]:
     """Films with a performance by ``actor``."""
-    out: list[str] = []
-    for perf in world.subjects(actor, "film.performance.actor"):
-        out.extend(f for f in world.entity_objects(perf, "film.performance.film") if f not in out)
-    return out
+    return _through(world, actor, "film.performance.actor", "film.performance.film")
 
 
 def film_cast(world: World, film: str) -> list[str]:
     """Actors with a performance in ``film``."""
-    out: list[str] = []
-    for perf in world.subjects(film, "film.performance.film"):
-        out.extend(a for a in world.entity_objects(perf, "film.performance.actor") if a not in out)
-    return out
+    return _through(world, film, "film.performance.film", "film.performance.actor")
 
 
 def artist_albums(world: World, artist: str) -> list[str]:
@@ -81,10 +91,7 @@ def country_cities(world: World, country: str) -> list[str]:
 
 def person_universities(world: World, person: str) -> list[str]:
     """Universities ``person`` studied at."""
-    out: list[str] = []
-    for edu in world.subjects(person, "education.education.student"):
-        out.extend(u for u in world.entity_objects(edu, "education.education.institution") if u not in out)
-    return out
+    return _through(world, person, "education.education.student", "education.education.institution")
 
 
 # -- binder factories ------------------------------------------------------------------------
