@@ -29,6 +29,7 @@ the year ``now_year`` (2015 by default, the last Freebase dump).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -277,21 +278,26 @@ class _Query:
             v = self.fresh("t")
             self.add(f'FILTER(EXISTS {{ {term} {_iri(rel)} {v} . FILTER(SUBSTR(STR({v}), 1, 4) = "{year}") }})')
             return
-        for relation, symbol in ((start, "<="), (end, ">=")):
-            if relation is None:
-                continue
-            a, b = self.fresh("t"), self.fresh("t")
-            self.add(
-                f"FILTER(NOT EXISTS {{ {term} {_iri(relation)} {a} }} || "
-                f"EXISTS {{ {term} {_iri(relation)} {b} . "
-                f'FILTER(SUBSTR(STR({b}), 1, 4) {symbol} "{year}") }})'
-            )
+        self.bounds(term, start, end, lambda v: f"SUBSTR(STR({v}), 1, 4)", year)
 
     def time_window(self, term: str, rel: str, day: str) -> None:
         """TC at one day (``NOW``): started on or before it, ended on or after it (or open)."""
         start, end = _time_relations(rel)
         if start is None and end is None:
             start = rel
+        self.bounds(term, start, end, date_text, day)
+
+    def bounds(self, term: str, start: str | None, end: str | None, text: Callable[[str], str], value: str) -> None:
+        """Filters: ``term`` started by ``value`` and ended at or after it, or has no such date.
+
+        Args:
+            term: The variable or IRI whose dates are checked.
+            start: The relation to its start date (``None``: no start filter).
+            end: The relation to its end date (``None``: no end filter).
+            text: The comparable text of a date variable (its year, its day).
+            value: The year or day compared with.
+
+        """
         for relation, symbol in ((start, "<="), (end, ">=")):
             if relation is None:
                 continue
@@ -299,7 +305,7 @@ class _Query:
             self.add(
                 f"FILTER(NOT EXISTS {{ {term} {_iri(relation)} {a} }} || "
                 f"EXISTS {{ {term} {_iri(relation)} {b} . "
-                f'FILTER({date_text(b)} {symbol} "{day}") }})'
+                f'FILTER({text(b)} {symbol} "{value}") }})'
             )
 
     def year_of(self, time: Atom) -> str:
