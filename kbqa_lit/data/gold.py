@@ -1,9 +1,9 @@
-"""Gold labels of an example as evaluation reads them: answer ids per parse, gold S-expressions.
+"""Gold labels of an example: answer ids per parse, gold S-expressions, the gold form's schema items.
 
 WebQSP keeps several parses per question (``meta["parses"]``, each with its own answers and
 S-expression) and is scored against the best one; every other dataset has one parse, the
 example's own ``answers`` and ``s_expression``. Evaluation code (the execution-guided callback,
-the TFS pipeline, ``kbqa eval``) reads gold through these two functions only.
+the TFS pipeline, ``kbqa eval``) reads gold through :func:`gold_parses` and :func:`gold_sexprs` only.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kbqa_lit.data.schema import Answer, KBQAExample
+from kbqa_lit.errors import SExprError
+from kbqa_lit.kb.lf.sexpr import SchemaItems, schema_items
 
 
 def gold_parses(ex: KBQAExample) -> list[list[str]]:
@@ -28,3 +30,21 @@ def gold_sexprs(ex: KBQAExample) -> list[str]:
     if not found and ex.s_expression:
         found = [ex.s_expression]
     return found
+
+
+def gold_items(ex: KBQAExample) -> SchemaItems | None:
+    """The relations, classes, entities and literals of the example's gold S-expression.
+
+    Args:
+        ex: The example.
+
+    Returns:
+        Its gold S-expression's schema items; ``None`` without one or when it does not parse.
+
+    """
+    if not ex.s_expression:
+        return None
+    try:
+        return schema_items(ex.s_expression)
+    except SExprError:
+        return None

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kbqa_lit.data.gold import gold_items
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.data.synthetic.splits import TrainCoverage
-from kbqa_lit.errors import SExprError, UserInputError, check_choice
-from kbqa_lit.kb.lf.sexpr import schema_items
+from kbqa_lit.errors import UserInputError, check_choice
 
 LEVELS = ("i.i.d.", "compositional", "zero-shot")
 _SPELLINGS = {"iid": "i.i.d.", "i.i.d.": "i.i.d.", "compositional": "compositional", "zero-shot": "zero-shot"}
@@ -40,10 +40,7 @@ def train_coverage(train: Iterable[KBQAExample]) -> TrainCoverage:
     relation_sets: list[frozenset[str]] = []
     class_sets: list[frozenset[str]] = []
     for ex in train:
-        try:
-            items = schema_items(ex.s_expression) if ex.s_expression else None
-        except SExprError:
-            items = None
+        items = gold_items(ex)
         if items is not None:
             relation_sets.append(frozenset(items.relations))
             class_sets.append(frozenset(items.classes))
@@ -67,11 +64,8 @@ def question_level(ex: KBQAExample, coverage: TrainCoverage, given: str = "keep"
         if stated not in _SPELLINGS:
             raise UserInputError(f"{ex.qid}: unknown level {stated!r} (expected one of {', '.join(LEVELS)})")
         return _SPELLINGS[stated]
-    if not ex.s_expression:
-        return None
-    try:
-        items = schema_items(ex.s_expression)
-    except SExprError:
+    items = gold_items(ex)
+    if items is None:
         return None
     return _SPELLINGS[coverage.level(frozenset(items.relations), frozenset(items.classes))]
 

@@ -40,10 +40,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from kbqa_lit.data.gold import gold_items
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError, check_choice
 from kbqa_lit.kb.lf.normalize import OPERATOR_WORDS, normalize_sexpr, schema_to_words, words_to_schema
-from kbqa_lit.kb.lf.sexpr import ENTITY_RE, SCHEMA_RE, Atom, SExpr, atoms_with_roles, parse_sexpr, schema_items
+from kbqa_lit.kb.lf.sexpr import ENTITY_RE, SCHEMA_RE, Atom, SExpr, atoms_with_roles, parse_sexpr
 
 #: The instruction tasks, in fallback order.
 TASKS: tuple[str, ...] = ("s1", "s2_items", "s2_lf", "s3")
@@ -216,11 +217,8 @@ def items_target(ex: KBQAExample, schema_form: str = "words") -> str | None:
 
     With ``schema_form="ids"`` the schema items are bracketed ids: ``[ people.person.place_of_birth ]``.
     """
-    if not ex.s_expression:
-        return None
-    try:
-        items = schema_items(ex.s_expression)
-    except SExprError:
+    items = gold_items(ex)
+    if items is None:
         return None
     labels = ex.entity_labels()
     write = (lambda r: r) if schema_form == "ids" else schema_to_words
