@@ -93,6 +93,22 @@ def command_group(subparsers: Any, name: str, *, help: str, description: str | N
     return sub
 
 
+def add_config_arguments(parser: Any, *, config_help: str, limit_help: str) -> None:
+    """Add ``--config`` (required), ``--set KEY=VALUE`` (repeatable) and ``--limit N`` to a subcommand.
+
+    ``args.set`` is the list of ``--set`` pairs (``None`` when none), for :func:`parse_set_pairs`.
+
+    Args:
+        parser: The subcommand's parser.
+        config_help: The help of ``--config`` (which YAML, and an example config).
+        limit_help: The help of ``--limit`` (which N questions).
+
+    """
+    parser.add_argument("--config", required=True, help=config_help)
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value (dotted key)")
+    parser.add_argument("--limit", type=int, default=None, help=limit_help)
+
+
 def print_json(obj: Any) -> None:
     """Print one JSON document to stdout."""
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=None) + "\n")

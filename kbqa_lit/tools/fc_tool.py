@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.tools.common import apply_set_pairs, command_group, parse_set_pairs, print_json
+from kbqa_lit.tools.common import add_config_arguments, apply_set_pairs, command_group, parse_set_pairs, print_json
 
 
 def _config_mapping(args: argparse.Namespace) -> dict[str, Any]:
@@ -188,14 +188,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="FC-KBQA inference stages.",
     )
     detect = sub.add_parser("detect", help="write question files with meta.fc (pairs, entities, skeletons)")
-    detect.add_argument("--config", required=True, help="detection YAML (see configs/fc/detect.yaml)")
-    detect.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value (dotted key)")
-    detect.add_argument("--limit", type=int, default=None, help="only the first N questions of each file")
+    add_config_arguments(
+        detect,
+        config_help="detection YAML (see configs/fc/detect.yaml)",
+        limit_help="only the first N questions of each file",
+    )
     detect.set_defaults(func=cmd_detect)
     compose = sub.add_parser("compose", help="answer a detected file: the composer's choice (paper) or by filling")
-    compose.add_argument("--config", required=True, help="composition YAML (see configs/fc/compose.yaml)")
-    compose.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value (dotted key)")
-    compose.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    add_config_arguments(
+        compose, config_help="composition YAML (see configs/fc/compose.yaml)", limit_help="only the first N questions"
+    )
     compose.set_defaults(func=cmd_compose)
     levels = sub.add_parser("levels", help="label questions with their generalisation level against a training split")
     levels.add_argument("--train", required=True, type=Path, help="the training split (gold S-expressions)")

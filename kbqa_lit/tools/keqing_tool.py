@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.tools.common import command_group, parse_set_pairs, print_json
+from kbqa_lit.tools.common import add_config_arguments, command_group, parse_set_pairs, print_json
 
 
 def cmd_templates(args: argparse.Namespace) -> int:
@@ -118,8 +118,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     data.set_defaults(func=cmd_reasoning_data)
 
     run = sub.add_parser("run", help="answer a question file end to end; prints the figures")
-    run.add_argument("--config", required=True, help="run YAML (see configs/keqing/run.yaml)")
-    run.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value (dotted key)")
-    run.add_argument("--limit", type=int, default=None, help="answer only the first N questions")
+    add_config_arguments(
+        run, config_help="run YAML (see configs/keqing/run.yaml)", limit_help="answer only the first N questions"
+    )
     run.add_argument("--out", default=None, help="per-question JSON lines (default: config 'out')")
     run.set_defaults(func=cmd_run)
