@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,6 +84,25 @@ def example_chain(ex: KBQAExample) -> tuple[str, Chain] | None:
     if found is None or (ex.topic_entities and found[0] not in ex.topic_entities):
         return None
     return found
+
+
+def chain_examples(examples: Iterable[KBQAExample], skipped: Counter[str]) -> Iterator[tuple[KBQAExample, str, Chain]]:
+    """``(example, seed, chain)`` of each example whose gold is a JOIN chain (:func:`example_chain`).
+
+    Args:
+        examples: The examples, read lazily.
+        skipped: Counts each other example under ``"not a JOIN chain"`` as it is passed.
+
+    Yields:
+        The chain examples in order.
+
+    """
+    for ex in examples:
+        found = example_chain(ex)
+        if found is None:
+            skipped["not a JOIN chain"] += 1
+            continue
+        yield ex, *found
 
 
 @dataclass
@@ -173,12 +192,7 @@ def mine_templates(examples: Iterable[KBQAExample]) -> TemplateBank:
     pair_counts: Counter[tuple[str, Chain]] = Counter()
     skipped: Counter[str] = Counter()
     all_hops: set[Hop] = set()
-    for ex in examples:
-        found = example_chain(ex)
-        if found is None:
-            skipped["not a JOIN chain"] += 1
-            continue
-        seed, chain = found
+    for ex, seed, chain in chain_examples(examples, skipped):
         mentions = [ex.topic_entities.get(seed, "")] + list((ex.meta.get("path") or [])[:1])
         template = mask_question(ex.question, [m for m in mentions if m])
         if template is None:
@@ -205,4 +219,12 @@ def mine_templates(examples: Iterable[KBQAExample]) -> TemplateBank:
     return bank
 
 
-__all__ = ["TemplateBank", "example_chain", "mask_question", "mine_templates", "relation_words", "synthesised_template"]
+__all__ = [
+    "TemplateBank",
+    "chain_examples",
+    "example_chain",
+    "mask_question",
+    "mine_templates",
+    "relation_words",
+    "synthesised_template",
+]

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from kbqa_lit.data.keqing.targets import gold_subquestions
-from kbqa_lit.data.keqing.templates import TemplateBank, example_chain
+from kbqa_lit.data.keqing.templates import TemplateBank, chain_examples
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import UserInputError, check_choice
 from kbqa_lit.kb.lf.chains import Chain
@@ -123,12 +123,7 @@ def reasoning_rows(
         )
     rows: list[Row] = []
     skipped: Counter[str] = Counter()
-    for ex in examples:
-        found = example_chain(ex)
-        if found is None:
-            skipped["not a JOIN chain"] += 1
-            continue
-        seed, chain = found
+    for ex, seed, chain in chain_examples(examples, skipped):
         full = executor.execute(executor.seed_paths([seed]), chain)
         if not full.paths:
             skipped["the gold chain reaches nothing"] += 1
