@@ -203,6 +203,16 @@ def run_relations(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_schema_query(parser: argparse.ArgumentParser) -> None:
+    """Add ``--schema-query/--no-schema-query`` (default on) to a ``kbqa retrieve`` subcommand."""
+    parser.add_argument(
+        "--schema-query",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also query with the [SCHEMA] part of predicted decompositions (default on)",
+    )
+
+
 def register(subparsers: Any) -> None:
     """Add the ``retrieve`` command group (``entities``, ``relations``) to the ``kbqa`` parser."""
     sub = command_group(subparsers, "retrieve", help="CoQ candidate entities and relations into JSON lines")
@@ -220,12 +230,7 @@ def register(subparsers: Any) -> None:
     ent.add_argument("--index", type=Path, default=None, help="entity index file (default <store>.entities.json)")
     ent.add_argument("--rebuild", action="store_true", help="rebuild the entity index even if it exists")
     ent.add_argument("--timeout", type=float, default=600.0, help="store query timeout in seconds (default 600)")
-    ent.add_argument(
-        "--schema-query",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="also query with the [SCHEMA] part of predicted decompositions (default on)",
-    )
+    _add_schema_query(ent)
     ent.set_defaults(func=run_entities)
 
     rel = sub.add_parser(
@@ -246,12 +251,7 @@ def register(subparsers: Any) -> None:
         help="BM25 pre-filter size when the inventory is larger (0: off; default 100)",
     )
     rel.add_argument("--batch-size", type=_top_l, default=64, help="pairs per forward pass (default 64)")
-    rel.add_argument(
-        "--schema-query",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="also query with the [SCHEMA] part of predicted decompositions (default on)",
-    )
+    _add_schema_query(rel)
     rel.set_defaults(func=run_relations)
 
 
