@@ -1,7 +1,8 @@
 """Reading a pipeline's YAML config file, with errors that name the file (TFS, Keqing, FC-KBQA).
 
 :func:`read_config_mapping` reads the file's top-level mapping; :func:`build_config` types a mapping
-as a config dataclass without a parser library (FC-KBQA's ``kbqa fc detect`` and ``compose``).
+as a config dataclass without a parser library (FC-KBQA's ``kbqa fc detect`` and ``compose``);
+:func:`class_parser` is the jsonargparse parser that types one instead (TFS, Keqing).
 """
 
 from __future__ import annotations
@@ -10,10 +11,13 @@ import types
 from collections.abc import Mapping
 from dataclasses import MISSING, fields, is_dataclass
 from pathlib import Path
-from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.pipelines.kb_config import KBConfig
+
+if TYPE_CHECKING:
+    from jsonargparse import ArgumentParser
 
 _C = TypeVar("_C")
 
@@ -40,6 +44,25 @@ def read_config_mapping(path: str | Path, kind: str) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise UserInputError(f"bad {kind} config {path}: expected a mapping at the top")
     return raw
+
+
+def class_parser(cls: type, key: str, prog: str) -> ArgumentParser:
+    """A jsonargparse parser of one config dataclass under ``key`` that raises on a bad value (never exits).
+
+    Args:
+        cls: The config dataclass.
+        key: The key the config's mapping is parsed under (``parse_object({key: raw})``).
+        prog: The command named in the parser's messages (``kbqa keqing run``).
+
+    Returns:
+        The parser; environment variables are not read.
+
+    """
+    from jsonargparse import ArgumentParser  # here: FC's configs are typed without it
+
+    parser = ArgumentParser(prog=prog, exit_on_error=False, default_env=False)
+    parser.add_class_arguments(cls, key)
+    return parser
 
 
 def _fits(value: Any, hint: Any) -> bool:

@@ -23,11 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from jsonargparse import ArgumentParser
-
 from kbqa_lit.errors import KBQAError, UserInputError
 from kbqa_lit.llm.backends import DecompositionBackend
-from kbqa_lit.pipelines.config_files import read_config_mapping
+from kbqa_lit.pipelines.config_files import class_parser, read_config_mapping
 from kbqa_lit.pipelines.kb_config import KBConfig
 from kbqa_lit.pipelines.selection.chain import ChainSettings
 
@@ -175,12 +173,6 @@ class KeqingConfig:
     out: str = "outputs/keqing/predictions.jsonl"
 
 
-def _parser() -> ArgumentParser:
-    parser = ArgumentParser(prog="kbqa keqing run", exit_on_error=False, default_env=False)
-    parser.add_class_arguments(KeqingConfig, "keqing")
-    return parser
-
-
 def _set(raw: dict[str, Any], dotted: str, value: Any) -> None:
     node = raw
     *parents, last = dotted.split(".")
@@ -202,7 +194,7 @@ def load_keqing_config(path: str | Path, overrides: dict[str, Any] | None = None
     raw = read_config_mapping(path, "Keqing")
     for key, value in (overrides or {}).items():
         _set(raw, key, value)
-    parser = _parser()
+    parser = class_parser(KeqingConfig, "keqing", "kbqa keqing run")
     try:
         built = parser.instantiate(parser.parse_object({"keqing": raw})).keqing
     except KBQAError:

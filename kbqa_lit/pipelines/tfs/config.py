@@ -33,12 +33,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional, Union, get_args, get_origin, get_type_hints
 
-from jsonargparse import ArgumentParser
-
 from kbqa_lit.data.linking import ORACLE_PREFIX
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.pipelines.config_files import read_config_mapping
+from kbqa_lit.pipelines.config_files import class_parser, read_config_mapping
 from kbqa_lit.pipelines.kb_config import KBConfig
 from kbqa_lit.pipelines.selection.chain import ChainSettings
 
@@ -162,12 +160,6 @@ class TFSPipelineConfig:
     out: str = "outputs/tfs/pipeline_predictions.jsonl"
 
 
-def _parser() -> ArgumentParser:
-    parser = ArgumentParser(prog="kbqa lora pipeline", exit_on_error=False, default_env=False)
-    parser.add_class_arguments(TFSPipelineConfig, "pipeline")
-    return parser
-
-
 def load_pipeline_config(path: str | Path) -> TFSPipelineConfig:
     """Parse and type-check a pipeline YAML.
 
@@ -187,7 +179,7 @@ def parse_pipeline_config(raw: dict[str, Any], path: str | Path) -> TFSPipelineC
     """
     path = Path(path)
     _upgrade_linking(raw, path)
-    parser = _parser()
+    parser = class_parser(TFSPipelineConfig, "pipeline", "kbqa lora pipeline")
     try:
         cfg = parser.parse_object({"pipeline": raw})
         built = parser.instantiate(cfg).pipeline
