@@ -32,7 +32,9 @@ Semantics:
   torch and Lightning once (:mod:`kbqa_lit.runner.warm`): still its own process, without the
   ~7 s of imports per step.
 - A step (or one ``foreach`` item) whose ``outputs`` all exist is skipped: re-running the
-  pipeline resumes after the last finished step. ``--force`` re-runs everything, ``--from NAME``
+  pipeline resumes after the last finished step. A command that started and did not finish (killed,
+  or failed after writing some outputs) runs again, and one work folder takes one ``kbqa pipeline``
+  at a time (:mod:`kbqa_lit.runner.guard`). ``--force`` re-runs everything, ``--from NAME``
   starts at a step, ``--only NAME`` runs one.
 - ``quick`` arguments are appended when the pipeline runs with ``--quick`` (a smoke test: a few
   steps per training, one batch per evaluation).
@@ -62,6 +64,7 @@ import yaml
 
 from kbqa_lit.errors import KBQAError, UserInputError
 from kbqa_lit.runner import warm as runner_warm
+from kbqa_lit.runner.guard import RunGuard
 from kbqa_lit.runner.timings import append_timing
 
 LIGHTNING_SUBCOMMANDS = ("fit", "validate", "test", "predict")
@@ -280,6 +283,7 @@ def run_commands(
     env: Mapping[str, str] | None = None,
     timings: Path | None = None,
     warm: bool = False,
+    guard: RunGuard | None = None,
 ) -> list[dict[str, Any]]:
     """Run the commands in order, skipping finished ones unless ``force``.
 
@@ -292,6 +296,8 @@ def run_commands(
         warm: Fork each command from a process that has imported torch and Lightning once
             (:mod:`kbqa_lit.runner.warm`) instead of starting ``python -m kbqa_lit``; its seconds then
             leave out that start-up. Ignored where ``os.fork`` is missing.
+        guard: The work folder's :class:`~kbqa_lit.runner.guard.RunGuard`: a command whose outputs exist
+            but that started and never finished (killed, or failed late) runs again.
 
     Returns:
         One record per command: ``step``, ``binding``, ``status`` (``ran``/``skipped``), ``seconds``.
@@ -305,13 +311,17 @@ def run_commands(
         run = _command_runner(child_env, env, warm=warm, stack=stack)
         for cmd in commands:
             record: dict[str, Any] = {"step": cmd.step, "binding": cmd.binding, "status": "skipped", "seconds": 0.0}
-            if not force and cmd.done():
+            if not force and cmd.done() and not (guard is not None and guard.is_unfinished(cmd.outputs)):
                 records.append(record)
                 continue
+            if guard is not None:
+                guard.start(cmd.outputs)
             start = time.perf_counter()
             returncode = run(cmd.argv)
             record.update(status="ran", seconds=round(time.perf_counter() - start, 2))
             _check_finished(cmd, returncode)
+            if guard is not None:
+                guard.finish(cmd.outputs)
             if timings is not None:
                 append_timing(timings, cmd.step, cmd.binding, record["seconds"], "kbqa " + shlex.join(cmd.argv))
             records.append(record)

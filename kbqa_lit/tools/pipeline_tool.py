@@ -10,6 +10,7 @@ object: ``{"pipeline", "steps": [{"step", "binding", "status", "seconds"}], "sec
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 from kbqa_lit.errors import UserInputError, split_key_value
 from kbqa_lit.runner import warm as runner_warm
 from kbqa_lit.runner.chain import load_pipeline, run_commands, select_commands
+from kbqa_lit.runner.guard import RunGuard, guard_folder
 from kbqa_lit.tools.common import print_json
 
 
@@ -76,12 +78,14 @@ def run_pipeline_tool(args: argparse.Namespace) -> int:
     )
     if not commands:
         raise UserInputError(f"{args.config}: nothing to run")
+    folder = guard_folder(pipeline.timings, [o for c in commands for o in c.outputs])
+    guard = RunGuard(folder) if folder is not None else None
     if args.dry_run:
         rows = [
             {
                 "step": c.step,
                 "command": "kbqa " + shlex.join(c.argv),
-                "done": c.done(),
+                "done": c.done() and not (guard is not None and guard.is_unfinished(c.outputs)),
                 "outputs": [str(o) for o in c.outputs],
             }
             for c in commands
@@ -90,6 +94,7 @@ def run_pipeline_tool(args: argparse.Namespace) -> int:
         return 0
     start = time.perf_counter()
     warm = (args.quick or runner_warm.is_warm()) if args.warm is None else args.warm
-    records = run_commands(commands, force=args.force, timings=pipeline.timings, warm=warm)
+    with guard if guard is not None else contextlib.nullcontext():
+        records = run_commands(commands, force=args.force, timings=pipeline.timings, warm=warm, guard=guard)
     print_json({"pipeline": str(args.config), "steps": records, "seconds": round(time.perf_counter() - start, 2)})
     return 0

@@ -24,11 +24,15 @@ def _rows(path: Path) -> list[dict]:
 
 
 def _check_coq(work: Path, world: Path) -> None:
+    assert _rows(
+        work / "decomposer" / "train_rows.jsonl"
+    )  # the decomposer's rows, from the gold training decompositions
     rows = _rows(work / "patterns" / "test.jsonl")
     assert len(rows) == len(_rows(world / "test.jsonl"))  # every test question went through every stage
     for row in rows:
         meta = row["meta"]
-        assert meta["decomposition_status"] == "gold" and "#1" in row["decomposition"]
+        # the trained decomposer's decomposition (after two training steps mostly unparseable), never the gold
+        assert meta["decomposition_status"] in ("ok", "failed") and meta["decomposition_variant"] == "placeholders"
         assert len(meta["relation_candidates"]) == 10 and meta["entity_candidates"]
         assert set(meta["entity_relations"]) == set(meta["entity_candidates"])
         assert "refined_relations" in meta and "refined_entities" in meta and isinstance(meta["patterns"], list)
