@@ -50,16 +50,18 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     Raises:
         UserInputError: When an input file does not exist.
-        StoreError: When the store directory exists and ``--overwrite`` is not given.
+        StoreError: When the store directory exists and ``--overwrite`` is not given, or another
+            ``kbqa kb build`` of the same store is running.
         DataFormatError: For a malformed line in an input file.
 
     """
-    from kbqa_lit.kb.store.loaders import build_store
+    from kbqa_lit.kb.store.loaders import build_store, exclusive_build
 
     missing = [f for f in args.files if not Path(f).is_file()]
     if missing:
         raise UserInputError(f"no such file: {', '.join(missing)}")
-    stats = build_store(args.store, args.files, args.format, overwrite=args.overwrite)
+    with exclusive_build(args.store):  # a second build of the same store stops at once
+        stats = build_store(args.store, args.files, args.format, overwrite=args.overwrite)
     print_json(stats)
     return 0
 

@@ -102,3 +102,28 @@ def test_console_script(tmp_path: Path, kb_file: Path) -> None:
     query = subprocess.run([script, "kb", "query", "--store", store, QUERY], capture_output=True, text=True, timeout=60)
     assert query.returncode == 0, query.stderr
     assert json.loads(query.stdout)["answers"] == ["Pete Docter"]
+
+
+def test_a_second_build_of_the_same_store_stops_at_once(
+    tmp_path: Path, kb_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another process holds the build lock (as a running `kbqa kb build` does): this build refuses, writes nothing."""
+    from kbqa_lit.kb.store.loaders import build_lock_path
+
+    store = tmp_path / "store"
+    hold = "import sys, time; from filelock import FileLock; lock = FileLock(sys.argv[1]); lock.acquire(); "
+    hold += "print('held', flush=True); time.sleep(60)"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold, str(build_lock_path(store))], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        code, _, err = run(capsys, "kb", "build", "--format", "metaqa", "--store", str(store), str(kb_file))
+        assert code == 2 and "another build of" in err and "is running" in err
+        assert not store.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    code, out, err = run(capsys, "kb", "build", "--format", "metaqa", "--store", str(store), str(kb_file))
+    assert code == 0, err
+    assert json.loads(out)["triples"] == 3 + 5

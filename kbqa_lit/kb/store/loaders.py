@@ -29,6 +29,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -203,6 +204,30 @@ def _looks_like_store(path: Path) -> bool:
     return (path / STORE_MARKER).is_file() or (path / "CURRENT").is_file()
 
 
+def build_lock_path(out: str | Path) -> Path:
+    """The lock file that one build of the store ``out`` holds (``kbqa kb build``, and building on first use)."""
+    out = Path(out).expanduser()
+    return out.parent / f".{out.name}.build.lock"
+
+
+def exclusive_build(out: str | Path) -> AbstractContextManager[Any]:
+    """Hold the build lock of ``out`` for a ``with`` block, or fail at once when another build holds it.
+
+    Raises:
+        StoreError: When another process is building the same store (naming the store and the lock).
+    """
+    from filelock import FileLock, Timeout
+
+    lock_path = build_lock_path(out)
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return FileLock(str(lock_path)).acquire(timeout=0)  # released when the ``with`` block ends
+    except Timeout:
+        raise StoreError(
+            f"another build of {out} is running (it holds {lock_path}); wait for it to finish, or build another store"
+        ) from None
+
+
 def build_store(
     out_dir: str | Path, files: Sequence[str | Path], fmt: str, *, overwrite: bool = False
 ) -> dict[str, Any]:
@@ -318,7 +343,7 @@ def ensure_store(spec: str | Path, files: Sequence[str | Path], fmt: str = "nt")
     if _looks_like_store(out):
         return False
     out.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(out.parent / f".{out.name}.build.lock")):
+    with FileLock(str(build_lock_path(out))):
         if _looks_like_store(out):
             return False
         build_store(out, files, fmt, overwrite=True)
