@@ -17,19 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kbqa_lit.data.gold import gold_items
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.errors import SExprError, UserInputError
-from kbqa_lit.kb.lf.sexpr import schema_items
+from kbqa_lit.errors import UserInputError
 from kbqa_lit.pipelines.coq.decomposition.training_rows import relation_phrase
 
 
 def _gold_phrases(ex: KBQAExample) -> set[str]:
-    if not ex.s_expression:
-        return set()
-    try:
-        return {relation_phrase(r) for r in schema_items(ex.s_expression).relations}
-    except SExprError:
-        return set()
+    items = gold_items(ex)
+    return set() if items is None else {relation_phrase(r) for r in items.relations}
 
 
 def decomposition_figures(predicted: Iterable[KBQAExample], gold: Iterable[KBQAExample]) -> dict[str, float]:
