@@ -13,7 +13,6 @@ metrics and files are named ``oracle/...``. Details: ``docs/training.md``.
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -242,9 +241,7 @@ class ExecutionGuidedEval(EvalBatchCallback):
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(_quiet=ResyncAdviceFilter(), _decoding=None)
-        state["chain"] = copy.copy(self.chain)
-        state["chain"].kb = state["chain"].selector = state["chain"].names = None
+        state.update(_quiet=ResyncAdviceFilter(), _decoding=None)  # the chain drops its own open store
         return state
 
     # -- epoch hooks ---------------------------------------------------------------------

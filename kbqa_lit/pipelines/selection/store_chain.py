@@ -54,6 +54,7 @@ class StoreChain:
         self.kb: Any = None
         self.selector: ExecutionGuidedSelector | None = None
         self.names: KBNameLookup | None = None
+        self._chain: AnswerChain | None = None
 
     def open(self) -> None:
         """Open the store and start the selector (once; a second call does nothing)."""
@@ -64,6 +65,7 @@ class StoreChain:
             self.kb, workers=self.workers, count_zero_is_executable=self.count_zero_is_executable
         )
         self.names = KBNameLookup(self.kb) if self.map_answers_by_name else None
+        self._chain = AnswerChain(self.selector, self.paths, self.types)
 
     def close(self) -> None:
         """Stop the selector's thread pool and the store's worker processes."""
@@ -71,7 +73,11 @@ class StoreChain:
             self.selector.close()
         if self.kb is not None:
             self.kb.close()
-        self.kb, self.selector, self.names = None, None, None
+        self.kb, self.selector, self.names, self._chain = None, None, None, None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The settings without the open store, thread pool and lookup (a copy opens its own)."""
+        return {**self.__dict__, "kb": None, "selector": None, "names": None, "_chain": None}
 
     def select(self, ex: KBQAExample, candidates: Sequence[str], answer_text: str | None = None) -> Selection:
         """Answer ``ex`` from its ranked candidates, then the fallbacks that are on, then ``answer_text``.
@@ -84,10 +90,9 @@ class StoreChain:
         Raises:
             RuntimeError: Before :meth:`open`.
         """
-        if self.selector is None:
+        if self._chain is None:
             raise RuntimeError("StoreChain.select needs open() first")
-        chain = AnswerChain(self.selector, self.paths, self.types)
-        return chain.select(
+        return self._chain.select(
             candidates,
             question=ex.question,
             linked={str(e): str(n) for e, n in ex.topic_entities.items()},

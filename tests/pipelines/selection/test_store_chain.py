@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,10 @@ def test_the_first_executable_candidate_answers(chain: StoreChain) -> None:
     )
     assert sel.answers == ["m.uk"] and sel.executable and sel.chosen_beam == 1
     assert chain.execute_seconds() > 0.0 and sum(chain.cache_counts()) >= 2
+    copy = pickle.loads(pickle.dumps(chain))  # a copy (a spawned DDP worker's) carries no open store
+    assert copy.kb is None and copy.selector is None and chain.kb is not None
+    with pytest.raises(RuntimeError, match="open"):
+        copy.select(ex, ["(JOIN (R people.person.nationality) [ Ada Lovelace ])"])
 
 
 def test_the_answer_text_is_the_last_resort_and_is_mapped_by_name(chain: StoreChain) -> None:
