@@ -94,9 +94,10 @@ class Command:
     outputs: list[Path]
     binding: dict[str, str] = field(default_factory=dict)
 
-    def done(self) -> bool:
-        """Whether every output exists (a step without outputs always runs)."""
-        return bool(self.outputs) and all(p.exists() for p in self.outputs)
+    def done(self, guard: RunGuard | None = None) -> bool:
+        """Whether every output exists (a step without outputs always runs) and, with ``guard``, its command finished."""
+        finished = bool(self.outputs) and all(p.exists() for p in self.outputs)
+        return finished and not (guard is not None and guard.is_unfinished(self.outputs))
 
 
 @dataclass
@@ -311,7 +312,7 @@ def run_commands(
         run = _command_runner(child_env, env, warm=warm, stack=stack)
         for cmd in commands:
             record: dict[str, Any] = {"step": cmd.step, "binding": cmd.binding, "status": "skipped", "seconds": 0.0}
-            if not force and cmd.done() and not (guard is not None and guard.is_unfinished(cmd.outputs)):
+            if not force and cmd.done(guard):
                 records.append(record)
                 continue
             if guard is not None:

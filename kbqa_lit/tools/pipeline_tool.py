@@ -85,7 +85,7 @@ def run_pipeline_tool(args: argparse.Namespace) -> int:
             {
                 "step": c.step,
                 "command": "kbqa " + shlex.join(c.argv),
-                "done": c.done() and not (guard is not None and guard.is_unfinished(c.outputs)),
+                "done": c.done(guard),
                 "outputs": [str(o) for o in c.outputs],
             }
             for c in commands
