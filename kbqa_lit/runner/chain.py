@@ -95,7 +95,7 @@ class Command:
     binding: dict[str, str] = field(default_factory=dict)
 
     def done(self, guard: RunGuard | None = None) -> bool:
-        """Whether every output exists (a step without outputs always runs) and, with ``guard``, its command finished."""
+        """Whether every output exists (a step without outputs always runs) and, given ``guard``, it finished."""
         finished = bool(self.outputs) and all(p.exists() for p in self.outputs)
         return finished and not (guard is not None and guard.is_unfinished(self.outputs))
 
