@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional
 
+from kbqa_lit.backbones.common import MINILM
 from kbqa_lit.errors import KBQAError, UserInputError
 from kbqa_lit.llm.backends import DecompositionBackend
 from kbqa_lit.pipelines.config_files import class_parser, read_config_mapping
@@ -126,9 +127,12 @@ class ReasonerConfig:
 
     Attributes:
         kind: ``all`` (no reasoner: every candidate of every step is kept; the retrieval upper
-            bound) or ``llm`` (``backend`` picks the answers: a served LLM, or the fine-tuned local
-            reasoner of ``configs/keqing/reasoner.yaml`` merged and served by ``HFCausalLMBackend``).
-        scope: What the ``llm`` reasoner answers. ``step`` (the paper's Eq. 4, the default): after
+            bound), ``llm`` (``backend`` picks the answers: a served LLM, or the fine-tuned local
+            reasoner of ``configs/keqing/reasoner.yaml`` merged and served by ``HFCausalLMBackend``)
+            or ``encoder`` (the CPU stand-in for the LLM: a sentence encoder keeps the candidates
+            whose triples' relations best match the question;
+            :mod:`~kbqa_lit.pipelines.keqing.encoder_reasoner`).
+        scope: What the ``llm`` or ``encoder`` reasoner answers. ``step`` (the paper's Eq. 4, the default): after
             each sub-question's retrieval it picks that step's answers among the step's candidates,
             reading the sub-question (its slot written as the seeds' names) over the step's triples,
             and only those answers seed the sub-questions that depend on it; the last step's are the
@@ -138,13 +142,17 @@ class ReasonerConfig:
             trained model is a typed error then.
         response_backend: An LLM that writes the response; ``None``: a deterministic summary.
         max_triples: Most triples in a reasoning prompt.
+        encoder: The ``encoder`` reasoner's sentence encoder (all-MiniLM-L6-v2 offline).
+        margin: The ``encoder`` reasoner keeps the candidates scoring within ``margin`` of the best.
     """
 
-    kind: Literal["all", "llm"] = "all"
+    kind: Literal["all", "llm", "encoder"] = "all"
     scope: Literal["step", "last"] = "step"
     backend: Optional[DecompositionBackend] = None  # noqa: UP045
     response_backend: Optional[DecompositionBackend] = None  # noqa: UP045
     max_triples: int = 200
+    encoder: str = MINILM
+    margin: float = 0.0
 
 
 @dataclass

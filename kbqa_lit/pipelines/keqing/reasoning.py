@@ -89,7 +89,8 @@ class Reasoner(ABC):
         return self.reason_many([question], [candidates], [triples], label)[0]
 
 
-def _check_lengths(*seqs: Sequence[object]) -> None:
+def check_lengths(*seqs: Sequence[object]) -> None:
+    """Raise :class:`UserInputError` unless the parallel sequences have one length."""
     if len({len(s) for s in seqs}) > 1:
         raise UserInputError(f"questions, candidates and triples differ in length: {[len(s) for s in seqs]}")
 
@@ -105,7 +106,7 @@ class AllCandidatesReasoner(Reasoner):
         label: Labeler | None = None,
     ) -> list[ReasoningResult]:
         """The distinct candidates of each question, in order."""
-        _check_lengths(questions, candidates, triples)
+        check_lengths(questions, candidates, triples)
         return [ReasoningResult(list(dict.fromkeys(c))) for c in candidates]
 
 
@@ -223,7 +224,7 @@ class LLMReasoner(Reasoner):
             UserInputError: When the sequences differ in length.
             DecompositionBackendError: When the backend can serve no request (auth, unreachable).
         """
-        _check_lengths(questions, candidates, triples)
+        check_lengths(questions, candidates, triples)
         results: list[ReasoningResult] = [ReasoningResult([], None, "no context triples") for _ in questions]
         asked = [i for i, t in enumerate(triples) if t]
         prompts = [self.prompt(questions[i], triples[i], label) for i in asked]
@@ -244,6 +245,7 @@ __all__ = [
     "Reasoner",
     "ReasoningResult",
     "answer_texts",
+    "check_lengths",
     "context_names",
     "parse_answers",
     "reasoning_prompt",

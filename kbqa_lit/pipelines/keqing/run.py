@@ -41,6 +41,7 @@ from kbqa_lit.kb.store import is_endpoint
 from kbqa_lit.llm.backends import DecompositionBackend
 from kbqa_lit.llm.response_cache import DecompositionCache
 from kbqa_lit.pipelines.keqing.config import KeqingConfig
+from kbqa_lit.pipelines.keqing.encoder_reasoner import EncoderReasoner
 from kbqa_lit.pipelines.keqing.execution import DecompositionExecutor, StepLog
 from kbqa_lit.pipelines.keqing.extensions import ExtensionOutcome, apply_extensions
 from kbqa_lit.pipelines.keqing.matching import TemplateMatcher
@@ -124,6 +125,8 @@ class KeqingRun:
                 raise UserInputError("reasoner.kind llm needs reasoner.backend (a trained or served reasoner)")
             _load_reasoner(rc.backend)
             self.reasoner: Reasoner = LLMReasoner(rc.backend, rc.max_triples)
+        elif rc.kind == "encoder":
+            self.reasoner = EncoderReasoner(rc.encoder, rc.margin)
         else:
             self.reasoner = AllCandidatesReasoner()
         self.responder = LLMResponder(rc.response_backend) if rc.response_backend is not None else None
@@ -245,7 +248,7 @@ class KeqingRun:
         matches = [[next(flat) for _ in decomps[i].subquestions] for i in ok]
         slots = [_mentions(views[i])[0] for i in ok]
         rc = self.config.reasoner
-        per_step = rc.kind == "llm" and rc.scope == "step"  # kind all: no reasoner, every candidate flows on
+        per_step = rc.kind != "all" and rc.scope == "step"  # kind all: no reasoner, every candidate flows on
         reasoned = self.seconds.get("reasoning", 0.0)
         ran = self.executor.run_many(
             [decomps[i] for i in ok],

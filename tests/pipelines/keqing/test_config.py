@@ -18,7 +18,7 @@ def test_the_shipped_run_parses_with_its_backend_and_overrides():
     assert isinstance(cfg.decomposer.backend, HFCausalLMBackend)
     assert cfg.decomposer.backend.stop == [] and cfg.linking.mode == "dataset-given"
     assert (cfg.data.file, cfg.matching.top_k, cfg.kb.semantics) == ("other.jsonl", 5, "plain")
-    assert cfg.reasoner.kind == "all" and cfg.retrieval.select == "first-nonempty"
+    assert cfg.reasoner.kind == "encoder" and cfg.retrieval.select == "union"  # the paper's, with the stand-in
     assert cfg.reasoner.scope == "step"  # the paper's, with kind llm
     paper = load_keqing_config(RUN_YAML, {"retrieval.select": "union", "reasoner.scope": "last"})
     assert (paper.retrieval.select, paper.reasoner.scope) == ("union", "last")

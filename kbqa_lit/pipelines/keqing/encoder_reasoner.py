@@ -1,0 +1,93 @@
+"""A stand-in for Keqing's LLM reasoner: a sentence encoder picks a sub-question's answers.
+
+The paper's reasoner is ChatGPT reading the retrieved triples and the (sub-)question (Eq. 4). No LLM
+with weights runs here, and a tiny causal LM trained from scratch does not learn to copy names out
+of its context (docs/keqing.md), so :class:`EncoderReasoner` stands in for it, named as such
+(``reasoner.kind: encoder``): it reads the same inputs — the question, the candidates and the
+retrieved triples — and keeps the candidates that the triples most relevant to the question reach.
+
+How it reads them: every candidate is the end of one or more triples (its object, or its subject
+for a backward hop); a triple's relevance is the cosine similarity of the question and the
+triple's relation words (``directed by``) in a sentence encoder (all-MiniLM-L6-v2 by default); a
+candidate scores the best relevance of its triples. The answers are the candidates within
+``margin`` of the best score, best first (ties in retrieval order). When the retrieved chains of
+several templates are pooled (``retrieval.select: union``), this keeps the candidates of the
+relation the question asks for and drops those of the other templates' relations. A candidate no
+triple reaches scores lowest; with no triple at all, every candidate is kept (``error`` says so).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from kbqa_lit.backbones.common import MINILM
+from kbqa_lit.backbones.sentence_encoder import CachedEmbeddings
+from kbqa_lit.errors import UserInputError
+from kbqa_lit.pipelines.keqing.reasoning import Reasoner, ReasoningResult, Triple, check_lengths
+from kbqa_lit.pipelines.keqing.verbalize import Labeler, relation_words
+
+
+class EncoderReasoner(Reasoner):
+    """Answers chosen by the relevance of their triples' relations to the question (the module docstring).
+
+    Args:
+        encoder: Encoder name or folder (``all-MiniLM-L6-v2`` offline); loaded on first use.
+        margin: Candidates scoring within ``margin`` of the best are kept (``0``: the best relation's).
+
+    Raises:
+        UserInputError: When ``margin`` is negative.
+    """
+
+    def __init__(self, encoder: str = MINILM, margin: float = 0.0) -> None:
+        if margin < 0:
+            raise UserInputError(f"reasoner.margin must be >= 0, got {margin}")
+        self.embeddings = CachedEmbeddings(encoder)
+        self.margin = float(margin)
+
+    def candidate_scores(self, question: str, candidates: Sequence[str], triples: Sequence[Triple]) -> list[float]:
+        """Each candidate's best relevance among the triples that end in it (``-inf`` when none does)."""
+        reaching: dict[str, set[str]] = {}
+        for s, r, o in triples:
+            reaching.setdefault(o, set()).add(r)
+            reaching.setdefault(s, set()).add(r)
+        relations = sorted({r for c in candidates for r in reaching.get(c, ())})
+        if not relations:
+            return [float("-inf")] * len(candidates)
+        words = [relation_words(r) for r in relations]
+        vectors = self.embeddings.embed([question, *words])
+        relevance = dict(zip(relations, (vectors[1:] @ vectors[0]).tolist(), strict=True))
+        return [max((relevance[r] for r in reaching.get(c, ())), default=float("-inf")) for c in candidates]
+
+    @torch.no_grad()
+    def reason_many(
+        self,
+        questions: Sequence[str],
+        candidates: Sequence[list[str]],
+        triples: Sequence[list[Triple]],
+        label: Labeler | None = None,
+    ) -> list[ReasoningResult]:
+        """The kept candidates of each question, best first (see the module docstring).
+
+        Raises:
+            UserInputError: When the sequences differ in length.
+        """
+        check_lengths(questions, candidates, triples)
+        results = []
+        for question, cands, context in zip(questions, candidates, triples, strict=True):
+            cands = list(dict.fromkeys(cands))
+            if not cands:
+                results.append(ReasoningResult([], None, "no candidates"))
+                continue
+            scores = self.candidate_scores(question, cands, context)
+            best = max(scores)
+            if best == float("-inf"):
+                results.append(ReasoningResult(cands, None, "no triple reaches a candidate: every one kept"))
+                continue
+            order = sorted(range(len(cands)), key=lambda i: -scores[i])
+            results.append(ReasoningResult([cands[i] for i in order if scores[i] >= best - self.margin]))
+        return results
+
+
+__all__ = ["EncoderReasoner"]
