@@ -115,10 +115,16 @@ class RetrievalConfig:
         select: ``union`` (the paper's, the default: the chains of the top-K matched templates
             together give the candidates, best template first) or ``first-nonempty`` (ours: only
             the best-ranked template whose chains reach something).
+        dense_k: The paper's dense retrieval beside the templates (a sentence encoder in place of
+            DPR): the ``dense_k`` one-hop chains from the step's start nodes nearest the
+            sub-question are executed too (:mod:`~kbqa_lit.pipelines.keqing.dense`); ``0``: off.
+        dense_encoder: The dense retrieval's sentence encoder.
     """
 
     max_paths: int = 2000
     select: Literal["union", "first-nonempty"] = "union"
+    dense_k: int = 0
+    dense_encoder: str = MINILM
 
 
 @dataclass
@@ -213,6 +219,8 @@ def load_keqing_config(path: str | Path, overrides: dict[str, Any] | None = None
         raise UserInputError(
             f"bad Keqing config {path}: decomposer.backend is required unless decomposer.source is gold"
         )
+    if built.retrieval.dense_k < 0:
+        raise UserInputError(f"bad Keqing config {path}: retrieval.dense_k must be >= 0, got {built.retrieval.dense_k}")
     if built.reasoner.kind == "llm" and built.reasoner.backend is None:
         raise UserInputError(f"bad Keqing config {path}: reasoner.kind llm needs reasoner.backend")
     return built

@@ -6,8 +6,10 @@ up in the KB's name index) or ``<ANSWER>-k`` (the result *paths* of sub-question
 ending in its chosen answers when it was reasoned over — so the dataset's answer semantics hold over
 the whole question's path). Its text is matched to the
 top-K templates; each template's chains are executed from the seeds; ``select`` decides which
-templates' results the sub-question keeps. A text that is a chain (``r1> <r2``, the
-chain-generating ablation) is executed as it is.
+templates' results the sub-question keeps. With a dense retriever
+(:class:`~kbqa_lit.pipelines.keqing.dense.DenseHopRetriever`, the paper's dense retrieval) the one-hop
+chains from the step's start nodes nearest its text are executed too and extend its candidates. A
+text that is a chain (``r1> <r2``, the chain-generating ablation) is executed as it is.
 
 Per-step reasoning (the paper's Eq. 4): :meth:`DecompositionExecutor.run_many` runs the questions of
 a batch in rounds (round ``r``: every question's ``r``-th sub-question; dependencies only point
@@ -19,6 +21,7 @@ every candidate flows on.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,12 +29,14 @@ from typing import Any
 
 from kbqa_lit.data.keqing.decomposition import ANSWER_SEED, SLOT, Decomposition, SubQuestion
 from kbqa_lit.data.keqing.templates import TemplateBank
-from kbqa_lit.errors import UserInputError, check_choice
+from kbqa_lit.errors import StoreError, UserInputError, check_choice
 from kbqa_lit.kb.index.entity_index import normalize_surface
 from kbqa_lit.kb.lf.chains import Chain, chain_text, parse_chain
+from kbqa_lit.pipelines.keqing.dense import DenseHopRetriever
 from kbqa_lit.pipelines.keqing.reasoning import ReasoningResult
 from kbqa_lit.pipelines.keqing.retrieval import ChainExecutor, ChainResult, Path
 
+_log = logging.getLogger(__name__)
 #: Which matched templates' results a sub-question keeps (the paper's first).
 SELECTS = ("union", "first-nonempty")
 #: Per-step reasoning: the steps of one round → one reasoning result each, in order.
@@ -49,6 +54,8 @@ class StepLog:
         templates: ``(template, score)`` of the top-K matches, best first (empty for a chain text).
         template: The template whose results were kept (``None``: none reached anything).
         chains: The chains whose results were kept.
+        dense: ``(chain, cosine)`` of the chains the dense retriever added (they are in ``chains``
+            when they reached something).
         paths: The kept paths (seed → answer).
         triples: The triples on the kept paths.
         answers: The distinct end nodes of the kept paths (the step's candidates).
@@ -64,6 +71,7 @@ class StepLog:
     templates: list[tuple[str, float]] = field(default_factory=list)
     template: str | None = None
     chains: list[Chain] = field(default_factory=list)
+    dense: list[tuple[Chain, float]] = field(default_factory=list)
     paths: list[Path] = field(default_factory=list)
     triples: list[tuple[str, str, str]] = field(default_factory=list)
     answers: list[str] = field(default_factory=list)
@@ -98,6 +106,7 @@ class StepLog:
             "templates": [[t, round(s, 4)] for t, s in self.templates],
             "template": self.template,
             "chains": [chain_text(c) for c in self.chains],
+            "dense": [[chain_text(c), round(s, 4)] for c, s in self.dense],
             "answers": self.answers[:max_answers],
             "n_answers": len(self.answers),
             "cut": self.cut,
@@ -123,6 +132,7 @@ class DecompositionExecutor:
             candidates) or ``first-nonempty`` (ours: the best-ranked template whose chains reach
             something); see :class:`~kbqa_lit.pipelines.keqing.config.RetrievalConfig`.
         lookup: Name → entity ids (the KB's name index), for name seeds no linked entity carries.
+        dense: Dense retrieval beside the templates' chains (``None``: the templates' chains only).
 
     Raises:
         UserInputError: For an unknown ``select``.
@@ -134,6 +144,7 @@ class DecompositionExecutor:
         executor: ChainExecutor,
         select: str = "union",
         lookup: Callable[[str], list[str]] | None = None,
+        dense: DenseHopRetriever | None = None,
     ) -> None:
         check_choice("retrieval select", select, SELECTS)
         self.bank = bank
@@ -141,6 +152,7 @@ class DecompositionExecutor:
         self.executor = executor
         self.select = select
         self.lookup = lookup
+        self.dense = dense
 
     def _seed_paths(
         self, sub: SubQuestion, slots: Sequence[Sequence[str]], labels: Mapping[str, str], done: Mapping[int, StepLog]
@@ -246,6 +258,7 @@ class DecompositionExecutor:
                 log.seeds = list(dict.fromkeys(p[-1] for p in starts))
                 if log.error is None:
                     self._execute(log, starts, self._candidates(sub, found))
+                    self._execute_dense(log, starts)
                     ran.append(log)
                 done[i][sub.qid] = log
                 logs[i].append(log)
@@ -275,6 +288,30 @@ class DecompositionExecutor:
                 log.triples.extend(r.triples)
             if self.select == "first-nonempty":
                 break
+        self._finish(log)
+
+    def _execute_dense(self, log: StepLog, starts: list[Path]) -> None:
+        """Add the dense retriever's chains (those not run already) to the step's results."""
+        if self.dense is None or is_chain_text(log.subquestion.text) or not starts:
+            return
+        try:
+            log.dense = self.dense.chains(log.subquestion.text, [p[-1] for p in starts])
+        except StoreError as exc:  # the templates' results stand
+            _log.warning("dense retrieval for %r failed: %s", log.subquestion.text, exc)
+            return
+        for chain, _ in log.dense:
+            if chain in log.chains:
+                continue
+            result = self.executor.execute(starts, chain)
+            log.cut += result.cut
+            if result.answers:
+                log.chains.append(chain)
+                log.paths.extend(result.paths)
+                log.triples.extend(result.triples)
+        self._finish(log)
+
+    @staticmethod
+    def _finish(log: StepLog) -> None:
         log.paths = list(dict.fromkeys(log.paths))
         log.triples = list(dict.fromkeys(log.triples))
         log.answers = list(dict.fromkeys(p[-1] for p in log.paths))

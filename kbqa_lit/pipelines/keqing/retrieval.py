@@ -180,6 +180,10 @@ class ChainExecutor:
         self._literals.setdefault(text, term)
         return local_id(frontier), text
 
+    def is_entity(self, node: str) -> bool:
+        """Whether a node is an entity (an IRI the store can be asked about), not a literal answer."""
+        return node not in self._literals and self._term(node) is not None
+
     def _term(self, node: str) -> str | None:
         """The SPARQL term of a node id (``None`` when it cannot be written)."""
         if node in self._literals:

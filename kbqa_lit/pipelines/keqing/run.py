@@ -41,6 +41,7 @@ from kbqa_lit.kb.store import is_endpoint
 from kbqa_lit.llm.backends import DecompositionBackend
 from kbqa_lit.llm.response_cache import DecompositionCache
 from kbqa_lit.pipelines.keqing.config import KeqingConfig
+from kbqa_lit.pipelines.keqing.dense import DenseHopRetriever
 from kbqa_lit.pipelines.keqing.encoder_reasoner import EncoderReasoner
 from kbqa_lit.pipelines.keqing.execution import DecompositionExecutor, StepLog
 from kbqa_lit.pipelines.keqing.extensions import ExtensionOutcome, apply_extensions
@@ -118,7 +119,13 @@ class KeqingRun:
         self.matcher = TemplateMatcher(self.bank.templates, mc.encoder, mc.cache_dir, device=mc.device)
         executor = ChainExecutor(self.store, config.kb.semantics, config.retrieval.max_paths)
         lookup = (lambda name: [eid for eid, _, _ in self.index.lookup(name)]) if self.index is not None else None
-        self.executor = DecompositionExecutor(self.bank, executor, config.retrieval.select, lookup)
+        rt = config.retrieval
+        dense = (
+            DenseHopRetriever(self.store, rt.dense_k, rt.dense_encoder, is_entity=executor.is_entity)
+            if rt.dense_k > 0
+            else None
+        )
+        self.executor = DecompositionExecutor(self.bank, executor, rt.select, lookup, dense)
         rc = config.reasoner
         if rc.kind == "llm":
             if rc.backend is None:
