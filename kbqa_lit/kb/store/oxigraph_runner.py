@@ -22,6 +22,7 @@ itself is at fault), ``error``, ``timeout`` and ``crash`` (the moment is at faul
 from __future__ import annotations
 
 import json
+import logging
 import os
 import queue
 import select
@@ -39,6 +40,8 @@ from kbqa_lit.kb.lf.iri import local_id
 
 #: File that :func:`kbqa_lit.kb.store.loaders.build_store` writes into a store directory (build id, stats).
 STORE_MARKER = "kbqa_store.json"
+
+log = logging.getLogger(__name__)
 
 _WORKER_CODE = "from kbqa_lit.kb.store.oxigraph_runner import worker_main; worker_main()"
 
@@ -182,14 +185,23 @@ class ProcessRunner:
                 raise _WorkerDied
             self._buf += chunk
 
-    def _handshake(self) -> None:
-        """Wait for the worker's ready line; raise :class:`StoreError` when it cannot open the store."""
+    def _handshake(self, retry: bool = True) -> None:
+        """Wait for the worker's ready line; raise :class:`StoreError` when it cannot open the store.
+
+        A worker that dies without a word (killed from outside) is replaced once; one that reports
+        that it cannot open the store is not.
+        """
         if self._proc is None or self._proc.poll() is not None:
             self._stop()
             self._spawn()
         try:
             line = self._read_line(time.monotonic() + self.startup_timeout)
         except _WorkerDied:
+            if retry:
+                log.warning("the Oxigraph worker process of %s died while opening the store; restarted", self.path)
+                self._stop()
+                self.restarts += 1
+                return self._handshake(retry=False)
             line = b'{"ready": false, "error": "the worker process exited while opening the store"}'
         if line is None:
             line = b'{"ready": false, "error": "the worker process did not open the store in time"}'
@@ -219,8 +231,10 @@ class ProcessRunner:
         The worker answers query by query; each reply must arrive within ``timeout`` seconds of the
         previous one (of the request, for the first). A query that misses its deadline gets a
         ``timeout`` result, the worker is killed and restarted, and the queries after it are sent
-        to the new worker, so a slow query fails alone. A worker that dies gives a ``crash``
-        result for the query it was running and is replaced in the same way.
+        to the new worker, so a slow query fails alone. A worker that dies (killed, out of
+        memory) is replaced in the same way and the query it was running is sent once more, to
+        the new worker; only a query whose second run also loses its worker gets a ``crash``
+        result. Each query's reply thus appears exactly once, in order.
 
         Args:
             queries: The SPARQL texts.
@@ -231,9 +245,18 @@ class ProcessRunner:
 
         """
         out: list[dict[str, Any]] = []
+        retried: set[int] = set()
         with self._lock:
             while len(out) < len(queries):
-                out.extend(self._run_batch(queries[len(out) :], timeout))
+                start = len(out)
+                batch = self._run_batch(queries[start:], timeout)
+                crash = next((i for i, r in enumerate(batch) if r.get("kind") == "crash"), None)
+                if crash is not None and start + crash not in retried:
+                    retried.add(start + crash)
+                    log.warning("%s; restarted, running the query once more", batch[crash]["error"])
+                    out.extend(batch[:crash])  # the crashed query goes again to the new worker
+                    continue
+                out.extend(batch)
         return out
 
     def _run_batch(self, queries: Sequence[str], timeout: float) -> list[dict[str, Any]]:
@@ -262,7 +285,9 @@ class ProcessRunner:
         except (_WorkerDied, OSError):
             code = self._proc.poll()
             self._restart()
-            replies.append(_fail("crash", f"the Oxigraph worker process died during the query (exit code {code})"))
+            replies.append(
+                _fail("crash", f"the Oxigraph worker process of {self.path} died during a query (exit code {code})")
+            )
             return replies
         if len(replies) < len(queries):  # the deadline of queries[len(replies)] passed
             self._restart()
