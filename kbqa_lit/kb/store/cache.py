@@ -9,12 +9,18 @@ timeout and a retry loop on ``database is locked``.
 What is cached: successful results and *definitive* errors (the query does not parse, the query
 form is unsupported) — executing them again would give the same answer. Timeouts and
 unreachable-endpoint errors are never cached: they depend on the moment, not on the query.
+
+A damaged file is never read as valid: each row carries a checksum of its key and content (a row
+that fails it, or predates it, is a miss and is run again); a file SQLite reports as malformed
+is refused when opened (:class:`~kbqa_lit.errors.StoreError`) or, when the damage shows later,
+left alone for the rest of the run; both are reported in one line naming the file.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -31,6 +37,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+log = logging.getLogger(__name__)
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -39,7 +47,8 @@ CREATE TABLE IF NOT EXISTS results (
     answers TEXT NOT NULL,
     ok INTEGER NOT NULL,
     error TEXT,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    digest BLOB
 )
 """
 
@@ -117,9 +126,10 @@ class ExecutionCache:
     Attributes:
         hits: Lookups of this object that found an entry.
         misses: Lookups of this object that did not.
+        broken: Why the file is no longer used (SQLite found it malformed during the run), else ``None``.
 
     Raises:
-        StoreError: When the file cannot be opened or is not a cache database.
+        StoreError: When the file cannot be opened, is not a cache database or is malformed.
 
     """
 
@@ -143,11 +153,14 @@ class ExecutionCache:
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
+        self.broken: str | None = None
+        self._bad_rows = 0
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._with_retry(lambda conn: None)
+            self._with_retry(lambda conn: conn.execute("SELECT count(*) FROM results").fetchone())
         except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open execution cache {self.path}: {exc}") from None
+            hint = "" if isinstance(exc, sqlite3.OperationalError) else " (delete it to start an empty cache)"
+            raise StoreError(f"cannot open execution cache {self.path}: {exc}{hint}") from None
 
     # -- connection handling -------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -161,6 +174,13 @@ class ExecutionCache:
                 raise sqlite3.OperationalError(f"could not switch to WAL mode (got {mode})")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute(_SCHEMA)
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(results)")}
+            if "digest" not in columns:  # a cache written before rows had checksums: its rows miss
+                try:
+                    conn.execute("ALTER TABLE results ADD COLUMN digest BLOB")
+                except sqlite3.OperationalError as exc:
+                    if "duplicate column" not in str(exc):  # another process added it first
+                        raise
         except BaseException:
             conn.close()
             raise
@@ -185,6 +205,20 @@ class ExecutionCache:
     def _key(store: str, query: str) -> bytes:
         return hashlib.blake2b(f"{store}\x00{query}".encode(), digest_size=20).digest()
 
+    @staticmethod
+    def _digest(key: bytes, answers: str, ok: int, error: str | None) -> bytes:
+        """Checksum of a row: its key and everything a lookup returns."""
+        text = json.dumps([answers, ok, error], ensure_ascii=False)
+        return hashlib.blake2b(key + text.encode("utf-8"), digest_size=16).digest()
+
+    def _damaged(self, exc: sqlite3.DatabaseError) -> None:
+        """Stop using a file SQLite found malformed (lock errors are not damage: they are raised)."""
+        if isinstance(exc, sqlite3.OperationalError):
+            raise exc
+        if self.broken is None:
+            self.broken = f"execution cache {self.path} is damaged ({exc}); not used for the rest of this run"
+            log.warning("%s (delete it to start an empty cache)", self.broken)
+
     # -- public API ------------------------------------------------------------------------
     def get(self, store: str, query: str) -> tuple[list[str], bool, str | None] | None:
         """Look up a query.
@@ -198,9 +232,21 @@ class ExecutionCache:
 
         """
         key = self._key(store, query)
-        row = self._with_retry(
-            lambda conn: conn.execute("SELECT answers, ok, error FROM results WHERE key = ?", (key,)).fetchone()
-        )
+        row = None
+        if self.broken is None:
+            try:
+                row = self._with_retry(
+                    lambda conn: conn.execute(
+                        "SELECT answers, ok, error, digest FROM results WHERE key = ?", (key,)
+                    ).fetchone()
+                )
+            except sqlite3.DatabaseError as exc:
+                self._damaged(exc)
+        if row is not None and row[3] != self._digest(key, row[0], row[1], row[2]):
+            if row[3] is not None and self._bad_rows == 0:
+                log.warning("execution cache %s: an entry failed its checksum; its query is run again", self.path)
+            self._bad_rows += row[3] is not None
+            row = None
         if row is None:
             self.misses += 1
             return None
@@ -218,22 +264,28 @@ class ExecutionCache:
                 (a syntax error) rather than of the moment (timeout, unreachable endpoint).
 
         Returns:
-            Whether the result was written (ok results and definitive errors only).
+            Whether the result was written (ok results and definitive errors, while the file is usable).
 
         """
-        if not result.ok and not definitive:
+        if (not result.ok and not definitive) or self.broken is not None:
             return False
         key = self._key(store, query)
         payload = json.dumps(result.answers, ensure_ascii=False)
-        row = (key, store, payload, int(result.ok), result.error, time.time())
+        digest = self._digest(key, payload, int(result.ok), result.error)
+        row = (key, store, payload, int(result.ok), result.error, time.time(), digest)
 
         def write(conn: sqlite3.Connection) -> None:
             conn.execute(
-                "INSERT OR REPLACE INTO results (key, store, answers, ok, error, created) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO results (key, store, answers, ok, error, created, digest) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 row,
             )
 
-        self._with_retry(write)
+        try:
+            self._with_retry(write)
+        except sqlite3.DatabaseError as exc:
+            self._damaged(exc)
+            return False
         self._writes += 1
         if self._writes % self._evict_every == 0:
             self.evict()
