@@ -6,6 +6,10 @@ file's bytes, the input settings and the tokenizer; when present it is memory-ma
 tokenises the examples and the result is written with ``save_to_disk`` into a temp folder and
 renamed into place (safe when several ranks race). Columns are ``index`` (position in the split's
 example list) plus whatever ``encode`` returns: lists of token ids or integers.
+
+Each entry holds the SHA-256 of its files (``kbqa_checksums.json``, written before the rename); an
+entry whose files no longer match (truncated, overwritten) is reported in one warning, removed
+and tokenised again, never loaded.
 """
 
 from __future__ import annotations
@@ -24,9 +28,12 @@ import datasets
 from torch.utils.data import Dataset
 from transformers import PreTrainedTokenizerBase
 
+from kbqa_lit.atomic import write_json_atomic
+
 log = logging.getLogger(__name__)
 
-_CACHE_FORMAT = 1  # bump when the row layout or the input recipe changes
+_CACHE_FORMAT = 2  # bump when the row layout or the input recipe changes (2: entries carry checksums)
+_CHECKSUMS = "kbqa_checksums.json"
 
 
 def file_digest(path: str | Path) -> str:
@@ -55,6 +62,37 @@ def cache_key(file: str | Path, tokenizer: PreTrainedTokenizerBase, settings: di
     """Hash of the file content, the input settings and the tokenizer."""
     blob = json.dumps([_CACHE_FORMAT, file_digest(file), tokenizer_fingerprint(tokenizer), settings], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def _checksums(folder: Path) -> dict[str, str]:
+    """SHA-256 of each file of a cache entry (the checksum file aside)."""
+    return {f.name: file_digest(f) for f in sorted(folder.iterdir()) if f.is_file() and f.name != _CHECKSUMS}
+
+
+def entry_damage(folder: str | Path) -> str | None:
+    """Why a cache entry cannot be trusted (a file missing or changed since it was written), or ``None``.
+
+    Files added later (``datasets`` may write ``cache-*.arrow`` beside the data) are not checked.
+
+    Args:
+        folder: The entry's folder.
+
+    Returns:
+        A one-line reason, or ``None`` when every file listed in its checksums is intact.
+    """
+    folder = Path(folder)
+    try:
+        expected = json.loads((folder / _CHECKSUMS).read_text(encoding="utf-8"))
+        if not isinstance(expected, dict) or not expected:
+            raise ValueError("not a table of files")
+    except (OSError, ValueError) as exc:
+        return f"unreadable {_CHECKSUMS}: {' '.join(str(exc).split())}"
+    changed = []
+    for name, digest in expected.items():
+        path = folder / str(name)
+        if not path.is_file() or file_digest(path) != digest:
+            changed.append(str(name))
+    return f"{', '.join(changed)} changed since written" if changed else None
 
 
 def _features(cols: dict[str, list[Any]]) -> datasets.Features:
@@ -100,8 +138,12 @@ def load_or_encode(
     """
     key = cache_key(file, tokenizer, settings)
     target = Path(cache_root) / namespace / f"{kind}-{key}"
-    if (target / "dataset_info.json").is_file():
-        return datasets.load_from_disk(str(target)), False
+    if target.is_dir():
+        damage = entry_damage(target)
+        if damage is None:
+            return datasets.load_from_disk(str(target)), False
+        log.warning("tokenized cache %s is damaged (%s); tokenising the %s split again", target, damage, split)
+        shutil.rmtree(target, ignore_errors=True)
     log.info("tokenising the %s split into %s", split, target)
     cols = encode()
     ds = datasets.Dataset.from_dict(cols, features=_features(cols))
@@ -111,10 +153,11 @@ def load_or_encode(
     datasets.utils.disable_progress_bars()
     try:
         ds.save_to_disk(str(tmp))
+        write_json_atomic(tmp / _CHECKSUMS, _checksums(tmp))
         try:
             os.replace(tmp, target)
         except OSError:  # another rank stored it first
-            if not (target / "dataset_info.json").is_file():
+            if entry_damage(target) is not None:
                 raise
     finally:
         if bars_were_on:
@@ -145,4 +188,4 @@ class TokenizedSplit(Dataset):
         return [{k: v[j] for k, v in cols.items()} for j in range(len(indices))]
 
 
-__all__ = ["TokenizedSplit", "cache_key", "load_or_encode", "tokenizer_fingerprint"]
+__all__ = ["TokenizedSplit", "cache_key", "entry_damage", "load_or_encode", "tokenizer_fingerprint"]
