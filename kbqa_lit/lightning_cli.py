@@ -18,6 +18,7 @@ from lightning.pytorch.loggers import Logger
 
 import kbqa_lit.strategies  # noqa: F401  (registers the deepspeed_cpu_* strategy names)
 from kbqa_lit.data.linking import oracle_inputs
+from kbqa_lit.modules.checkpoint_loading import check_checkpoint
 
 
 class LoggerSaveConfigCallback(SaveConfigCallback):
@@ -37,6 +38,17 @@ class KBQALightningCLI(LightningCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         """Link the datamodule's tokenizer to the model (models built from a tokenizer take it)."""
         parser.link_arguments("data.tokenizer", "model.init_args.tokenizer", apply_on="instantiate")
+
+    def _parse_ckpt_path(self) -> None:
+        """Refuse a damaged ``--ckpt_path`` file (truncated, bytes changed) before Lightning reads it.
+
+        Lightning loads the checkpoint here, while parsing, for its hyper-parameters; ``torch.load``
+        raises a traceback on a truncated file and does not check the CRC-32 of the bytes it reads.
+        """
+        subcommand = self.config.get("subcommand")
+        ckpt_path = self.config[subcommand].get("ckpt_path") if subcommand else None
+        check_checkpoint(ckpt_path if isinstance(ckpt_path, str) else None)
+        super()._parse_ckpt_path()
 
     def before_instantiate_classes(self) -> None:
         """An oracle run (``linking: gold``, ``patterns: gold``) says so in its loggers' run names."""

@@ -7,6 +7,11 @@ of the class under test. Given any other file — not a checkpoint at all, or th
 module — Lightning's ``load_from_checkpoint`` raises whatever the unpickler or the module's
 ``__init__``/``load_state_dict`` raises; :func:`load_module_checkpoint` turns that into a
 :class:`~kbqa_lit.errors.UserInputError` that says which file, what it is, and what was expected.
+
+:func:`checkpoint_damage` tells a damaged checkpoint (truncated, bytes changed) from an intact one before
+anything loads it: ``torch.save`` writes a zip whose members carry a CRC-32, which ``torch.load`` does not
+check (a changed byte loads as a changed weight). ``kbqa fit|validate|test|predict --ckpt_path`` refuse
+such a file through :func:`check_checkpoint`, as does :func:`load_module_checkpoint`.
 """
 
 from __future__ import annotations
@@ -29,6 +34,54 @@ def _first_line(exc: BaseException, limit: int = 160) -> str:
     lines = str(exc).strip().splitlines()
     text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def checkpoint_damage(path: str | Path) -> str | None:
+    """Why the checkpoint file at ``path`` is damaged, or ``None``.
+
+    Reads the whole file once. A file that is not a zip written by ``torch.save`` (missing, a folder,
+    the legacy format, not a checkpoint at all) is not judged here: ``None``, and the loader reports it.
+
+    Args:
+        path: The ``.ckpt`` file.
+
+    Returns:
+        A one-line reason (empty, truncated or overwritten, a member whose bytes no longer match its
+        CRC-32), else ``None``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return None
+    with path.open("rb") as handle:
+        head = handle.read(4)
+    if not head:
+        return "the file is empty"
+    if head != b"PK\x03\x04":
+        return None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+        return f"truncated or overwritten ({_first_line(exc)})"
+    return f"the bytes of {bad} no longer match its CRC-32" if bad else None
+
+
+def check_checkpoint(path: str | Path | None) -> None:
+    """Refuse a damaged checkpoint file before anything loads it (``None`` or a name like ``"last"``: nothing to check).
+
+    Args:
+        path: The ``ckpt_path`` given to a run.
+
+    Raises:
+        UserInputError: ``"checkpoint <path> is damaged (<why>); ..."`` in one line.
+    """
+    if path is None:
+        return
+    why = checkpoint_damage(path)
+    if why:
+        raise UserInputError(
+            f"checkpoint {path} is damaged ({why}); not loaded: give another checkpoint or rerun the fit that wrote it"
+        )
 
 
 def _read(path: Path) -> tuple[dict[str, Any] | None, str]:
@@ -73,7 +126,7 @@ def load_module_checkpoint(path: str | Path, module_class: type[ModuleT], hint: 
         The loaded module.
 
     Raises:
-        UserInputError: When the file is missing, is not a Lightning checkpoint, or is the checkpoint
+        UserInputError: When the file is missing, is damaged, is not a Lightning checkpoint, or is the checkpoint
             of another module class (or of another configuration of this one); the message names the
             file, what it is and what was expected.
     """
@@ -81,6 +134,7 @@ def load_module_checkpoint(path: str | Path, module_class: type[ModuleT], hint: 
     expected = f"expected a {module_class.__name__} checkpoint" + (f" ({hint})" if hint else "")
     if not path.is_file():
         raise UserInputError(f"no checkpoint file: {path}; {expected}")
+    check_checkpoint(path)
     checkpoint, why = _read(path)
     if checkpoint is None:
         raise UserInputError(f"{path} {why}; {expected}")
@@ -97,4 +151,4 @@ def load_module_checkpoint(path: str | Path, module_class: type[ModuleT], hint: 
         ) from None
 
 
-__all__ = ["load_module_checkpoint"]
+__all__ = ["check_checkpoint", "checkpoint_damage", "load_module_checkpoint"]
