@@ -95,9 +95,15 @@ class Command:
     binding: dict[str, str] = field(default_factory=dict)
 
     def done(self, guard: RunGuard | None = None) -> bool:
-        """Whether every output exists (a step without outputs always runs) and, given ``guard``, it finished."""
+        """Whether the command need not run again.
+
+        Every output exists (a step without outputs always runs) and, given ``guard``, the command finished
+        and its output files are as it wrote them.
+        """
         finished = bool(self.outputs) and all(p.exists() for p in self.outputs)
-        return finished and not (guard is not None and guard.is_unfinished(self.outputs))
+        if not finished or guard is None:
+            return finished
+        return not guard.is_unfinished(self.outputs) and not guard.changed(self.outputs)
 
 
 @dataclass
@@ -315,6 +321,8 @@ def run_commands(
             if not force and cmd.done(guard):
                 records.append(record)
                 continue
+            for change in guard.changed(cmd.outputs) if guard is not None and not force else []:
+                print(f"kbqa pipeline: {change}; running step {cmd.step!r} again", file=sys.stderr)
             if guard is not None:
                 guard.start(cmd.outputs)
             start = time.perf_counter()
