@@ -7,8 +7,6 @@ on stderr naming the file, status 2, nothing loaded.
 
 from __future__ import annotations
 
-import struct
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ import yaml
 from kbqa_lit import cli
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.modules.checkpoint_loading import checkpoint_damage, load_module_checkpoint
+from tests.helpers.damage import torch_zip_byte_changed
 from tests.helpers.foreign_checkpoints import OtherModule, write_foreign_checkpoint, write_not_a_checkpoint
 
 
@@ -28,15 +27,6 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> bytes:
 
 def _truncated(data: bytes) -> bytes:
     return data[: len(data) // 2]
-
-
-def _weight_byte_changed(data: bytes) -> bytes:
-    """``data`` with the first byte of the first tensor's storage changed (the archive stays readable)."""
-    with zipfile.ZipFile(__import__("io").BytesIO(data)) as archive:
-        info = next(i for i in archive.infolist() if "/data/" in i.filename)
-    name_len, extra_len = struct.unpack("<HH", data[info.header_offset + 26 : info.header_offset + 30])
-    at = info.header_offset + 30 + name_len + extra_len
-    return data[:at] + bytes([data[at] ^ 0x40]) + data[at + 1 :]
 
 
 def _config(tmp_path: Path) -> Path:
@@ -58,7 +48,7 @@ def _config(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("damage", [_truncated, _weight_byte_changed], ids=["truncated", "byte"])
+@pytest.mark.parametrize("damage", [_truncated, torch_zip_byte_changed], ids=["truncated", "byte"])
 @pytest.mark.parametrize("command", ["test", "fit"])
 def test_damaged_ckpt_path_is_refused_in_one_line(
     tmp_path: Path, checkpoint: bytes, damage, command: str, capsys: pytest.CaptureFixture[str]
@@ -75,7 +65,7 @@ def test_damaged_ckpt_path_is_refused_in_one_line(
 def test_changed_weight_byte_no_longer_loads_as_a_changed_weight(tmp_path: Path, checkpoint: bytes) -> None:
     good, bad = tmp_path / "good.ckpt", tmp_path / "bad.ckpt"
     good.write_bytes(checkpoint)
-    bad.write_bytes(_weight_byte_changed(checkpoint))
+    bad.write_bytes(torch_zip_byte_changed(checkpoint))
     assert checkpoint_damage(good) is None
     assert load_module_checkpoint(good, OtherModule).layer.weight.shape == (1, 3)
     with pytest.raises(UserInputError, match="damaged .*CRC-32"):  # before: loaded, one weight different

@@ -30,6 +30,7 @@ from kbqa_lit.backbones.common import MINILM
 from kbqa_lit.backbones.sentence_encoder import SentenceEncoder
 from kbqa_lit.data.keqing.decomposition import MASK
 from kbqa_lit.errors import UserInputError
+from kbqa_lit.modules.checkpoint_loading import checkpoint_damage
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,10 @@ class TemplateMatcher:
 
     def _template_embeddings(self) -> torch.Tensor:
         """Read the cached template embeddings, or compute and cache them."""
-        if self.cache_path is not None and self.cache_path.is_file():
+        damage = checkpoint_damage(self.cache_path) if self.cache_path is not None else None
+        if damage:  # torch.load would read changed bytes as changed values
+            log.warning("ignoring the damaged template-embedding cache %s: %s", self.cache_path, damage)
+        elif self.cache_path is not None and self.cache_path.is_file():
             try:
                 cached = torch.load(self.cache_path, map_location="cpu", weights_only=True)
                 if isinstance(cached, torch.Tensor) and cached.dim() == 2 and cached.shape[0] == len(self.templates):
