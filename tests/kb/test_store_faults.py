@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,9 @@ from kbqa_lit.kb.store.loaders import build_store
 from tests.helpers.store_workers import kill_worker, store_workers
 
 NS = "http://rdf.freebase.com/ns/"
+pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the worker through /proc (Linux)")
 N = 8  # triples; SLOW counts N**7 rows (about 0.6 s here), long enough to be killed in the middle
+CPU = 0.3  # CPU seconds of a worker when it is killed: opening the store takes about 0.1
 SLOW = "SELECT (COUNT(*) AS ?n) WHERE { " + " . ".join(f"?s{i} ?p{i} ?o{i}" for i in range(7)) + " }"
 
 
@@ -43,12 +44,7 @@ def test_worker_killed_during_a_batch_runs_the_query_again(store_dir: Path) -> N
         first = store_workers(os.getpid())
         finished = threading.Event()
 
-        def kill_soon() -> None:
-            time.sleep(0.2)
-            if not finished.is_set():
-                kill_worker(os.getpid())
-
-        killer = threading.Thread(target=kill_soon)
+        killer = threading.Thread(target=kill_worker, args=(os.getpid(),), kwargs={"min_cpu": CPU, "give_up": finished})
         killer.start()
         results = store.execute_many(queries)
         finished.set()
@@ -66,11 +62,12 @@ def test_query_whose_retry_also_loses_its_worker_is_a_crash_result(store_dir: Pa
         finished = threading.Event()
 
         def kill_twice() -> None:
-            for _ in range(2):
-                time.sleep(0.2)  # each run of SLOW lasts longer
-                if finished.is_set():
+            killed: list[int] = []
+            for _ in range(2):  # each time in the middle of SLOW, not while the new worker opens the store
+                worker = kill_worker(os.getpid(), min_cpu=CPU, give_up=finished, spare=killed)
+                if worker is None:
                     return
-                kill_worker(os.getpid())
+                killed.append(worker)
 
         killer = threading.Thread(target=kill_twice)
         killer.start()

@@ -18,6 +18,7 @@ from kbqa_lit.kb.store.loaders import build_store
 from tests.helpers.store_workers import kill_worker
 
 NS = "http://rdf.freebase.com/ns/"
+pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the worker through /proc (Linux)")
 ROWS = 4000
 
 
