@@ -157,7 +157,7 @@ class ExecutionCache:
         self._bad_rows = 0
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._with_retry(lambda conn: conn.execute("SELECT count(*) FROM results").fetchone())
+            self._with_retry(lambda conn: None)
         except (sqlite3.Error, OSError) as exc:
             hint = "" if isinstance(exc, sqlite3.OperationalError) else " (delete it to start an empty cache)"
             raise StoreError(f"cannot open execution cache {self.path}: {exc}{hint}") from None
