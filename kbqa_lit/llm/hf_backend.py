@@ -11,7 +11,7 @@ cut at the first stop string.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kbqa_lit.llm.backends import DecompositionBackend, GenerationOutcome
@@ -19,6 +19,10 @@ from kbqa_lit.llm.backends import DecompositionBackend, GenerationOutcome
 log = logging.getLogger(__name__)
 
 DEFAULT_STOP = ("Decompose the question",)
+#: ``(tokenizer, indices of the batch's prompts, prompt length in tokens) -> LogitsProcessor``: a
+#: constraint for one batch (e.g. :class:`~kbqa_lit.decoding.char_constraint.CharConstraintProcessor`),
+#: built by the caller, which knows what each prompt may be answered with.
+ConstraintFactory = Callable[[Any, Sequence[int], int], Any]
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> str:
@@ -108,8 +112,9 @@ class HFCausalLMBackend(DecompositionBackend):
         self._tok, self._lm = tok, lm
         log.info("loaded %s on %s", self.model, device)
 
-    def _generate_batch(self, prompts: list[str]) -> list[str]:
+    def _generate_batch(self, prompts: list[str], constrain: Callable[[Any, int], Any] | None = None) -> list[str]:
         import torch
+        from transformers import LogitsProcessorList
 
         tok, lm = self._tok, self._lm
         kwargs: dict[str, Any] = {}
@@ -126,21 +131,32 @@ class HFCausalLMBackend(DecompositionBackend):
         }
         if self.stop:
             gen_kwargs.update(stop_strings=self.stop, tokenizer=tok)
+        if constrain is not None:
+            gen_kwargs["logits_processor"] = LogitsProcessorList([constrain(tok, enc["input_ids"].shape[1])])
         with torch.inference_mode():
             out = lm.generate(**enc, **gen_kwargs)
         new = out[:, enc["input_ids"].shape[1] :]
         texts = tok.batch_decode(new, skip_special_tokens=True)
         return [cut_at_stop(t, self.stop) for t in texts]
 
-    def generate_outcomes(self, prompts: Sequence[str]) -> list[GenerationOutcome]:
-        """Generate greedily in batches of ``batch_size``; outcomes in prompt order."""
+    def generate_outcomes(
+        self, prompts: Sequence[str], constrain: ConstraintFactory | None = None
+    ) -> list[GenerationOutcome]:
+        """Generate greedily in batches of ``batch_size``; outcomes in prompt order.
+
+        Args:
+            prompts: The prompts.
+            constrain: A constraint per batch (:data:`ConstraintFactory`; ``None``: free decoding).
+        """
         prompts = list(prompts)
         if not prompts:
             return []
         self.load()
         texts: list[str] = []
         for i in range(0, len(prompts), self.batch_size):
-            texts.extend(self._generate_batch(prompts[i : i + self.batch_size]))
+            idx = range(i, min(i + self.batch_size, len(prompts)))
+            batch_constraint = None if constrain is None else (lambda tok, n, idx=idx: constrain(tok, idx, n))
+            texts.extend(self._generate_batch(prompts[i : i + self.batch_size], batch_constraint))
         return [GenerationOutcome(t) for t in texts]
 
     def close(self) -> None:

@@ -29,6 +29,7 @@ from kbqa_lit.data.keqing.decomposition import (
     Decomposition,
     decomposition_prompt,
     parse_decomposition,
+    slot_name,
     slot_question,
 )
 from kbqa_lit.data.keqing.targets import gold_subquestions
@@ -41,6 +42,7 @@ from kbqa_lit.kb.store import is_endpoint
 from kbqa_lit.llm.backends import DecompositionBackend
 from kbqa_lit.llm.response_cache import DecompositionCache
 from kbqa_lit.pipelines.keqing.config import KeqingConfig
+from kbqa_lit.pipelines.keqing.constrained import ConstrainedDecomposer
 from kbqa_lit.pipelines.keqing.dense import DenseHopRetriever
 from kbqa_lit.pipelines.keqing.encoder_reasoner import EncoderReasoner
 from kbqa_lit.pipelines.keqing.execution import DecompositionExecutor, StepLog
@@ -140,6 +142,10 @@ class KeqingRun:
         #: Seconds spent per stage so far (linking, decomposition, matching, retrieval, reasoning, response, scoring).
         self.seconds: dict[str, float] = {}
         self.form = resolve_form("keqing", config.form, config.extensions)
+        self.constrained: ConstrainedDecomposer | None = None
+        if self.form.on("constrained_decoding") and dc.source == "backend":
+            ConstrainedDecomposer.check_backend(dc.backend)
+            self.constrained = ConstrainedDecomposer(self.bank, dc.target)
         paths, types = config.answer_chain.build(self.form)
         on = paths is not None or types is not None
         self.chain = AnswerChain(ExecutionGuidedSelector(self.store), paths, types) if on else None
@@ -174,24 +180,35 @@ class KeqingRun:
                 seed = "[E0]" if dc.seed_form == "slot" else ex.topic_entities.get(found[0], found[0])
                 out.append(Decomposition(gold_subquestions(found[1], self.bank, seed, dc.target), "gold"))
             return out
-        prompts = []
+        prompts, seeds = [], []
         for view in views:
             _, labels = _mentions(view)
             question = slot_question(view.question, labels) if dc.seed_form == "slot" else view.question
             prompts.append(decomposition_prompt(question, dc.instruction or INSTRUCTION))
-        return [parse_decomposition(t) for t in self._generate(prompts)]
+            seeds.append([slot_name(k) for k in range(len(labels))] if dc.seed_form == "slot" else labels)
+        return [parse_decomposition(t) for t in self._generate(prompts, seeds)]
 
-    def _generate(self, prompts: list[str]) -> list[str]:
-        """The decomposer's outputs, through the response cache when one is configured."""
+    def _generate(self, prompts: list[str], seeds: list[list[str]]) -> list[str]:
+        """The decomposer's outputs (constrained by the form), through the response cache when one is configured."""
         backend = self.config.decomposer.backend
         assert backend is not None
+
+        def generate(todo: list[str]) -> list[str]:
+            if self.constrained is None:
+                return backend.generate(todo)
+            of = dict(zip(prompts, seeds, strict=True))
+            outcomes = self.constrained.check_backend(backend).generate_outcomes(
+                todo, self.constrained.factory([of[p] for p in todo])
+            )
+            return [o.text or "" for o in outcomes]
+
         if self.cache is None:
-            return backend.generate(prompts)
-        key = backend.identity
+            return generate(prompts)
+        key = backend.identity + ("+constrained_decoding" if self.constrained is not None else "")
         found = self.cache.get_many(key, prompts)
         todo = [p for p in dict.fromkeys(prompts) if p not in found]
         if todo:
-            fresh = dict(zip(todo, backend.generate(todo), strict=True))
+            fresh = dict(zip(todo, generate(todo), strict=True))
             self.cache.put_many(key, fresh)
             found.update(fresh)
         return [found[p] for p in prompts]

@@ -10,9 +10,11 @@ paper plus one addition), and its recorded form is then ``paper`` when the list 
 
 The extensions (:data:`EXTENSIONS`):
 
-- ``constrained_decoding``: the logical form's beam search constrained by the schema grammar
-  (CoQ; the paper decodes freely and executes the beams in order). FC-KBQA's pair-constrained
-  decoding is its paper's and is not this extension.
+- ``constrained_decoding``: generation constrained by a grammar beyond the paper's decoding: CoQ's
+  logical-form beam search by the schema grammar (the paper decodes freely and executes the beams
+  in order); Keqing's decomposer by the template bank (well-formed JSON, sub-questions worded as
+  templates: :mod:`kbqa_lit.pipelines.keqing.constrained`). FC-KBQA's pair-constrained decoding is
+  its paper's and is not this extension.
 - ``path_fallback``: when no candidate executes, the linked entities' KB paths ranked by a
   sentence encoder answer (:mod:`kbqa_lit.pipelines.selection.path_fallback`).
 - ``answer_type``: an answer of another kind than the question names gives way to the next
@@ -42,7 +44,7 @@ SYSTEMS = ("coq", "fc", "keqing", "tfs")
 
 #: Every extension, by name, with what it does (one line).
 EXTENSIONS: dict[str, str] = {
-    "constrained_decoding": "logical forms decoded under the schema grammar (beyond the paper's decoding)",
+    "constrained_decoding": "generation under a grammar beyond the paper's (CoQ: schema; Keqing: template bank)",
     "path_fallback": "the linked entities' KB paths answer when no candidate executes",
     "answer_type": "an answer of another kind than the question names gives way",
     "fill_composition": "skeletons filled with the detected components (FC-KBQA's rejected enumeration)",
@@ -53,7 +55,7 @@ EXTENSIONS: dict[str, str] = {
 OFFERED: dict[str, tuple[str, ...]] = {
     "coq": ("constrained_decoding", "path_fallback", "answer_type"),
     "fc": ("neighbour_skeletons", "fill_composition", "path_fallback", "answer_type"),
-    "keqing": ("path_fallback", "answer_type"),
+    "keqing": ("constrained_decoding", "path_fallback", "answer_type"),
     "tfs": ("path_fallback", "answer_type"),
 }
 

@@ -58,7 +58,7 @@ def test_with_extension_keeps_the_order_and_is_idempotent() -> None:
             "keqing",
             None,
             ["fill_composition"],
-            "keqing does not offer the extensions ['fill_composition'] (it offers: path",
+            "keqing does not offer the extensions ['fill_composition'] (it offers: constrained_decoding, path",
         ),
         ("coq", "extended", [], "form: extended needs at least one extension"),
     ],
