@@ -19,8 +19,8 @@ TYPE_RELATION = "type.object.type"
 ALIAS_RELATION = "common.topic.alias"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
-ENTITY_RE = re.compile(r"^[mg]\.[A-Za-z0-9_]+$")
-SCHEMA_ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_][A-Za-z0-9_-]*)+$")
+ENTITY_RE = re.compile(r"^[mg]\.[A-Za-z0-9_]+\Z")  # \Z: "m.0\n" is no id ($ matches before a final newline)
+SCHEMA_ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_][A-Za-z0-9_-]*)+\Z")
 
 #: Relation id prefix of each dataset with a bare-name KB.
 DATASET_RELATION_PREFIX = {"metaqa": "metaqa.movie", "pathquestion": "pathquestion.relation"}

@@ -48,12 +48,15 @@ COMPARATORS = ("lt", "le", "gt", "ge")
 AtomKind = Literal["entity", "literal", "schema"]
 Role = Literal["relation", "class", "entity", "literal"]
 
-ENTITY_RE = re.compile(r"^[mg]\.[A-Za-z0-9_]+$")
-SCHEMA_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_][A-Za-z0-9_-]*)+$")
-NUMBER_RE = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
-LANG_RE = re.compile(r"^[A-Za-z]+(?:-[A-Za-z0-9]+)*$")
-DATATYPE_RE = re.compile(r"^https?://[^\s<>\"{}|^`\\()]+$")
-TYPED_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:+\-]+$")
+# ``\Z``, not ``$``: ``$`` also matches before a final newline ("m.0\n" is no entity id)
+ENTITY_RE = re.compile(r"^[mg]\.[A-Za-z0-9_]+\Z")
+SCHEMA_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_][A-Za-z0-9_-]*)+\Z")
+NUMBER_RE = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\Z")
+LANG_RE = re.compile(r"^[A-Za-z]+(?:-[A-Za-z0-9]+)*\Z")
+DATATYPE_RE = re.compile(r"^https?://[^\s<>\"{}|^`\\()]+\Z")
+TYPED_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:+\-]+\Z")
+#: A whole quoted literal: the body with its quotes escaped, then an optional language tag or datatype.
+QUOTED_RE = re.compile(r'"(?:[^"\\]|\\.)*"(?:@[A-Za-z]+(?:-[A-Za-z0-9]+)*|\^\^https?://[^\s<>"{}|^`\\()]+)?', re.DOTALL)
 _TOKEN_RE = re.compile(
     r"""\s*(?:
         (?P<open>\()
@@ -106,7 +109,15 @@ def atom_kind(text: str) -> AtomKind:
     """
     if ENTITY_RE.match(text):
         return "entity"
-    if text == "NOW" or NUMBER_RE.match(text) or text.startswith('"'):
+    if text.startswith('"'):
+        if not QUOTED_RE.fullmatch(text):
+            raise SExprError(f"malformed quoted literal {text!r}")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: no engine can be sent it
+            raise SExprError(f"literal {text!r} is not valid Unicode ({exc.reason})") from None
+        return "literal"
+    if text == "NOW" or NUMBER_RE.match(text):
         return "literal"
     if "^^" in text:
         value, _, dtype = text.partition("^^")

@@ -222,7 +222,7 @@ class _Query:
         # (Virtuoso: an IRI is ">= 1.5"; Oxigraph: a type error, so false).
         if lit.datatype in (XSD + "date", XSD + "dateTime"):
             # a day, as the gold queries compare it ("1552"^^xsd:dateTime is 1552-01-01)
-            day = full_date(lit.lexical)
+            day = sparql_string(full_date(lit.lexical))
             self.add(f'FILTER(isLiteral({value}) && {date_text(value)} {symbol} "{day}")')
         elif lit.is_date or (lit.datatype is None and not lit.is_numeric):
             n = len(lit.lexical)
@@ -305,7 +305,7 @@ class _Query:
             self.add(
                 f"FILTER(NOT EXISTS {{ {term} {_iri(relation)} {a} }} || "
                 f"EXISTS {{ {term} {_iri(relation)} {b} . "
-                f'FILTER({text(b)} {symbol} "{value}") }})'
+                f'FILTER({text(b)} {symbol} "{sparql_string(value)}") }})'
             )
 
     def year_of(self, time: Atom) -> str:

@@ -19,6 +19,7 @@ DATE_TYPES = {XSD + t for t in ("date", "dateTime", "gYear", "gYearMonth", "time
 IRI_BAD = re.compile(r'[\x00-\x20<>"{}|^`\\]')
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 _NEEDS_ESCAPE = re.compile(r'[\\"\x00-\x1f\x7f]')
+_SPARQL_NEEDS_ESCAPE = re.compile(r'\\[uU]|[\\"\x00-\x1f\x7f]')
 
 
 def escape_literal(text: str) -> str:
@@ -48,10 +49,24 @@ def fb_iri(local: str) -> str:
     return f"<{NS}{local}>"
 
 
+def _sparql_escape(m: re.Match[str]) -> str:
+    text = m.group()
+    if len(text) == 2:  # a backslash before u/U: the letter as a codepoint escape (see sparql_string)
+        return "\\\\" + ("\\u0075" if text[1] == "u" else "\\u0055")
+    return _ESCAPES.get(text, f"\\u{ord(text):04X}")
+
+
 def sparql_string(body: str) -> str:
-    """Escape a Python string as the body of a SPARQL double-quoted literal."""
-    out = body.replace("\\", "\\\\").replace('"', '\\"')
-    return out.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    r"""Escape a Python string as the body of a SPARQL double-quoted literal.
+
+    Quotes, backslashes and ``\n \r \t \b \f`` get their escapes and every other control
+    character a ``\uXXXX`` (Virtuoso ends a string at a raw NUL). A ``u``/``U`` after a backslash
+    is written ``\u0075``/``\u0055``, so the text means the same to engines that read ``\u``
+    escapes token by token (Oxigraph, Virtuoso) and to those that replace them before parsing, as
+    SPARQL 1.1 §19.2 says (rdflib): there ``\\u0022`` would read as ``\"``, and one more backslash
+    before it would end the string early.
+    """
+    return _SPARQL_NEEDS_ESCAPE.sub(_sparql_escape, body)
 
 
 def unescape_sexpr_string(quoted: str) -> str:

@@ -168,9 +168,15 @@ class _CachingStore:
 
     @staticmethod
     def _refusal(sparql: Any) -> ExecutionResult | None:
-        """The failed result of a request that must not run (not a string, an update), else ``None``."""
+        """The failed result of a request that must not run (not a string, not Unicode, an update), else ``None``."""
         if not isinstance(sparql, str):
             return ExecutionResult([], False, f"query must be a string, got {type(sparql).__name__}")
+        try:
+            sparql.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate (e.g. from JSON "\ud800"): no store can be sent it
+            return ExecutionResult(
+                [], False, f"refused: the query is not valid Unicode text ({exc.reason} at offset {exc.start})"
+            )
         keyword = update_keyword(sparql)
         if keyword is not None:
             return ExecutionResult(

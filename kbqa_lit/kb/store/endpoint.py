@@ -39,8 +39,9 @@ class EndpointStore(_CachingStore):
     """A SPARQL 1.1 endpoint over HTTP (Virtuoso, QLever, Fuseki, ``oxigraph serve-read-only``).
 
     Connection failures, HTTP 5xx and dropped connections are retried ``retries`` times with
-    exponential back-off (``backoff``, ``2·backoff``, ...); a read timeout (the query is slow) and
-    HTTP 4xx are not retried. ``timeout`` bounds each blocking socket operation (connect, each
+    exponential back-off (``backoff``, ``2·backoff``, ...); a read timeout (the query is slow),
+    HTTP 4xx and a syntax error that Virtuoso answers with HTTP 500 (SQLSTATE ``37000``, e.g. a raw
+    NUL in a string) are not retried. ``timeout`` bounds each blocking socket operation (connect, each
     read), so a server that trickles bytes could exceed it. Bound the server's work with its own
     setting (Virtuoso: ``MaxQueryExecutionTime`` in virtuoso.ini, which ``kbqa kb serve-virtuoso``
     sets; it answers HTTP 500 ``S1T00``, reported as a failed query). Do NOT pass Virtuoso's
@@ -120,6 +121,8 @@ class EndpointStore(_CachingStore):
             body = _http_body(exc)
             if re.search(r"time[ -]?out|execution time|timed out", body, re.IGNORECASE):
                 return "timeout", f"timeout: the endpoint gave up on the query (HTTP 500): {body}"
+            if re.search(r"\b37000 Error\b", body):  # Virtuoso's SQL lexer (SQ074...): the query, not the server
+                return "bad", f"the endpoint rejected the query (HTTP 500, syntax error): {body}"
             return "retry", f"endpoint error (HTTP 500): {body}"
         except urllib.error.HTTPError as exc:
             outcome = "retry" if exc.code >= 500 else "fail"

@@ -33,7 +33,8 @@ Queries from :func:`~kbqa_lit.kb.lf.sparql.sexpr_to_sparql` always name Freebase
 would give the same answers over the union too.
 
 A fresh database gets a random dba password (kept in the state file) unless ``password`` is
-given; the password is passed to ``isql-vt`` on its command line, so local users can see it while
+given, and Virtuoso's WebDAV account ``dav`` (password ``dav``, which may write files over HTTP)
+is disabled; the password is passed to ``isql-vt`` on its command line, so local users can see it while
 isql runs. Both ports listen on ``127.0.0.1`` only; ``/sparql`` is read-only (Virtuoso's
 ``SPARQL`` user may not update).
 """
@@ -326,8 +327,11 @@ class VirtuosoServer(VirtuosoLoading):
         self._write_state(started=time.time())
         try:
             self.wait_ready(self.startup_timeout if timeout is None else timeout)
-            if fresh and self.password != "dba":
-                self._isql(f"USER_SET_PASSWORD ('dba', {_sql_string(self.password)});", password="dba")
+            if fresh:  # Virtuoso ships dba/dba and a WebDAV account dav/dav that can write over HTTP
+                sql = "USER_SET_OPTION ('dav', 'DISABLED', 1);"
+                if self.password != "dba":
+                    sql += f"\nUSER_SET_PASSWORD ('dba', {_sql_string(self.password)});"
+                self._isql(sql, password="dba")
         except BaseException:
             self._kill()
             raise

@@ -45,7 +45,7 @@ from kbqa_lit.errors import SExprError, check_choice
 from kbqa_lit.kb.lf.denormalize import denormalize_sexpr
 from kbqa_lit.kb.lf.iri import NAME_RELATION, NS
 from kbqa_lit.kb.lf.sparql import SEMANTICS, sexpr_to_sparql
-from kbqa_lit.kb.lf.terms import escape_literal
+from kbqa_lit.kb.lf.terms import sparql_string
 from kbqa_lit.kb.store import ExecutionResult, KnowledgeBase
 from kbqa_lit.kb.store.execute import execute_many
 
@@ -246,7 +246,7 @@ class KBNameLookup(Mapping[str, list[str]]):
 
     def query(self, name: str) -> str:
         """Return the SPARQL that finds the entities named exactly ``name``."""
-        lit = escape_literal(name)
+        lit = sparql_string(name)
         rel = f"<{NS}{NAME_RELATION}>"
         return (
             f'SELECT DISTINCT ?e WHERE {{ {{ ?e {rel} "{lit}"@en }} UNION {{ ?e {rel} "{lit}" }} }} LIMIT {self.limit}'
