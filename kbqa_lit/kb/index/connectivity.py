@@ -21,7 +21,17 @@ from typing import Any
 from kbqa_lit.errors import check_choice
 from kbqa_lit.kb.lf.iri import TYPE_RELATION, iri, is_entity_id, local_id
 from kbqa_lit.kb.lf.sexpr import base_relation
+from kbqa_lit.kb.lf.terms import IRI_BAD
 from kbqa_lit.kb.store.execute import execute_many
+
+
+def usable_id(local: str) -> bool:
+    """Whether a local id can stand in an IRI (``<ns/local>``): no space, quote, ``<>``, ``{}``...
+
+    The ids of the checks below can come from a model (relations an LLM wrote); one that is no IRI
+    is connected to nothing and never reaches a query, where it would end the IRI and add SPARQL.
+    """
+    return isinstance(local, str) and bool(local) and not IRI_BAD.search(local)
 
 
 def ask_query(relation: str, entity: str) -> str:
@@ -64,10 +74,10 @@ class Connectivity:
         return {p: p in found for p in pairs}
 
     def connected(self, pairs: Iterable[tuple[str, str]]) -> list[bool]:
-        """Whether each ``(relation, entity)`` pair is connected (non-entity ids never are)."""
+        """Whether each ``(relation, entity)`` pair is connected (non-entity ids and unusable relations never are)."""
         pairs = list(pairs)
         todo = [p for p in dict.fromkeys(pairs) if p not in self.cache]
-        for p in [p for p in todo if not is_entity_id(p[1])]:
+        for p in [p for p in todo if not is_entity_id(p[1]) or not usable_id(p[0])]:
             self.cache[p] = False
         todo = [p for p in todo if p not in self.cache]
         for start in range(0, len(todo), self.batch_size):
@@ -111,6 +121,9 @@ class RelationChains:
         """Whether each ``(r1, r2)`` pair has a two-hop path in the KB (a failed query counts as no)."""
         pairs = list(pairs)
         todo = [p for p in dict.fromkeys(pairs) if p not in self.cache]
+        for p in [p for p in todo if not all(usable_id(base_relation(r)) for r in p)]:
+            self.cache[p] = False
+        todo = [p for p in todo if p not in self.cache]
         for start in range(0, len(todo), self.batch_size):
             chunk = todo[start : start + self.batch_size]
             results = execute_many(self.store, [chain_ask_query(a, b) for a, b in chunk])
@@ -145,6 +158,9 @@ class TypedRelations:
         """Whether each ``(class, relation, "domain" | "range")`` holds (a failed query counts as no)."""
         triples = list(triples)
         todo = [t for t in dict.fromkeys(triples) if t not in self.cache]
+        for t in [t for t in todo if not (usable_id(t[0]) and usable_id(t[1]))]:
+            self.cache[t] = False
+        todo = [t for t in todo if t not in self.cache]
         for start in range(0, len(todo), self.batch_size):
             chunk = todo[start : start + self.batch_size]
             results = execute_many(self.store, [typed_ask_query(*t) for t in chunk])
@@ -153,4 +169,12 @@ class TypedRelations:
         return [self.cache[t] for t in triples]
 
 
-__all__ = ["Connectivity", "RelationChains", "TypedRelations", "ask_query", "chain_ask_query", "typed_ask_query"]
+__all__ = [
+    "Connectivity",
+    "RelationChains",
+    "TypedRelations",
+    "ask_query",
+    "chain_ask_query",
+    "typed_ask_query",
+    "usable_id",
+]

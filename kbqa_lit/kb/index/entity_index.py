@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import DataFormatError, StoreError, UserInputError
+from kbqa_lit.kb.index.connectivity import usable_id
 from kbqa_lit.kb.index.relation_inventory import EXCLUDED_RELATIONS, is_fact_relation
 from kbqa_lit.kb.lf.denormalize import label_similarity
 from kbqa_lit.kb.lf.iri import ALIAS_RELATION, NAME_RELATION, iri, local_id
@@ -357,8 +358,8 @@ def relation_edges(
     Raises:
         StoreError: When a query fails.
     """
-    ids = list(dict.fromkeys(entity_ids))
-    found: dict[str, tuple[set[str], set[str]]] = {e: (set(), set()) for e in ids}
+    found: dict[str, tuple[set[str], set[str]]] = {e: (set(), set()) for e in dict.fromkeys(entity_ids)}
+    ids = [e for e in found if usable_id(e)]  # an id that is no IRI has no edges (and makes no SPARQL)
     for i in range(0, len(ids), batch_size):
         values = " ".join(f"<{iri(e)}>" for e in ids[i : i + batch_size])
         q = (

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kbqa_lit.errors import StoreError, UserInputError, check_choice
+from kbqa_lit.kb.index.connectivity import usable_id
 from kbqa_lit.kb.index.relation_inventory import EXCLUDED_RELATIONS, is_fact_relation
 from kbqa_lit.kb.lf.chains import Chain, Hop, chain_to_sexpr
 from kbqa_lit.kb.lf.iri import NS, iri, local_id
@@ -87,6 +88,8 @@ def relation_paths(store: object, entity: str, max_hops: int = 2, limit: int = 2
     check_choice("max_hops", max_hops, (1, 2))
     if limit < 1:
         raise UserInputError(f"limit must be >= 1, got {limit!r}")
+    if not usable_id(entity):  # no IRI: no edges (and no SPARQL made of it)
+        return []
     result = store.execute(_query(entity, max_hops, limit))  # type: ignore[attr-defined]
     if not result.ok:
         raise StoreError(
@@ -157,6 +160,8 @@ def mediator_paths(store: object, entity: str, limit: int = 20000) -> list[Relat
     """
     if limit < 1:
         raise UserInputError(f"limit must be >= 1, got {limit!r}")
+    if not usable_id(entity):  # no IRI: no edges (and no SPARQL made of it)
+        return []
     result = store.execute(_mediator_query(entity, limit))  # type: ignore[attr-defined]
     if not result.ok:
         raise StoreError(
