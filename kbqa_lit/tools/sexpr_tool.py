@@ -4,7 +4,9 @@ Batch input lines are JSON objects with ``qid`` and ``s_expression`` and optiona
 ``semantics`` (or, in a whole example of the common schema, ``meta.semantics``); other fields
 are ignored. Output lines keep the input order: ``{qid, s_expression, sparql}`` /
 ``{qid, s_expression, answers}`` or ``{qid, s_expression, error}``. One bad line never stops a
-batch; the output file is written atomically when the batch ends.
+batch; the output file is written atomically when the batch ends. An endpoint that stops answering
+mid-run is waited for (``--retry-for``); one that stays away longer stops the run (exit status 2,
+nothing written) instead of turning its questions into error rows.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.atomic import write_jsonl_atomic
-from kbqa_lit.errors import SExprError, UserInputError, check_choice
+from kbqa_lit.errors import EndpointUnreachableError, SExprError, UserInputError, check_choice
 from kbqa_lit.kb.lf.semantics import ALIASES, SEMANTICS, SEMANTICS_NAMES, TIES, resolve_semantics
 from kbqa_lit.kb.lf.sparql import sexpr_to_sparql
 from kbqa_lit.tools.common import parse_json_lines, print_json
@@ -59,6 +61,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--store", required=True, help="an Oxigraph store directory or a SPARQL endpoint URL")
     p.add_argument("--timeout", type=float, default=30.0, help="per-query timeout in seconds (default 30)")
     p.add_argument("--workers", type=int, default=2, help="queries executed in parallel (default 2)")
+    p.add_argument(
+        "--retry-for",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="an endpoint that stops answering mid-run (a restart) is waited for this long (default 60); "
+        "longer, and the run stops with exit status 2 and writes nothing",
+    )
     p.set_defaults(func=_run)
 
 
@@ -146,7 +156,7 @@ def _run(args: argparse.Namespace) -> int:
     store = open_store(
         args.store,
         timeout=args.timeout,
-        **({} if is_endpoint(args.store) else {"workers": max(1, args.workers)}),
+        **({"retry_for": args.retry_for} if is_endpoint(args.store) else {"workers": max(1, args.workers)}),
     )
     check_reachable(store)  # an endpoint that is down: one line on stderr, exit 2 (not an error per row)
     if args.expr:
@@ -161,7 +171,13 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     jobs = [_convert(j, args) for j in _read_batch(args.batch, args.semantics or "exclude-topic")]
     with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
-        rows = list(pool.map(lambda j: _execute(store, j), jobs))
+        futures = [pool.submit(_execute, store, j) for j in jobs]
+        try:
+            rows = [f.result() for f in futures]
+        except EndpointUnreachableError:
+            for f in futures:
+                f.cancel()
+            raise
     _emit(rows, args.out)
     return 0
 
@@ -172,6 +188,11 @@ def _execute(store: Any, job: dict[str, Any]) -> dict[str, Any]:
         out["error"] = job["error"]
         return out
     result = store.execute(job["sparql"])
+    if result.unreachable:  # the endpoint, not the query: an error row here would be a wrong figure
+        raise EndpointUnreachableError(
+            f"{result.error} (waited up to --retry-for {getattr(store, 'retry_for', 0):g} s); stopped, nothing "
+            "written: run the same command again when the endpoint is back"
+        )
     if result.ok:
         out["answers"] = list(result.answers)
     else:

@@ -87,4 +87,6 @@ def _run_pending(store: Any, pending: dict[str, list[int]], results: list[Execut
                 store.hits += 1
             else:
                 store.misses += 1
-            results[j] = ExecutionResult(list(result.answers), result.ok, result.error, cached=cacheable)
+            results[j] = ExecutionResult(
+                list(result.answers), result.ok, result.error, cached=cacheable, unreachable=result.unreachable
+            )

@@ -17,6 +17,9 @@ from kbqa_lit.kb.lf.literals import canonical_literal
 from kbqa_lit.kb.store.base import ExecutionResult, _CachingStore
 from kbqa_lit.kb.store.cache import ExecutionCache
 
+#: The longest wait between two attempts.
+MAX_BACKOFF = 5.0
+
 
 def _http_body(exc: BaseException) -> str:
     """Return the response body that SPARQLWrapper folded into an exception message."""
@@ -39,7 +42,12 @@ class EndpointStore(_CachingStore):
     """A SPARQL 1.1 endpoint over HTTP (Virtuoso, QLever, Fuseki, ``oxigraph serve-read-only``).
 
     Connection failures, HTTP 5xx and dropped connections are retried ``retries`` times with
-    exponential back-off (``backoff``, ``2·backoff``, ...); a read timeout (the query is slow),
+    exponential back-off (``backoff``, ``2·backoff``, ... at most 5 s apart). Once the endpoint has
+    answered, a connection failure or HTTP 502–504 is an outage (a restart, say): the query keeps
+    retrying until ``retry_for`` seconds have passed, and a query that still fails is an
+    ``unreachable`` result (:class:`~kbqa_lit.kb.store.result.ExecutionResult`); later queries then
+    fail after their ``retries`` until the endpoint answers again. An endpoint that never answered
+    (a wrong URL) fails after ``retries``. A read timeout (the query is slow),
     HTTP 4xx and a syntax error that Virtuoso answers with HTTP 500 (SQLSTATE ``37000``, e.g. a raw
     NUL in a string) are not retried. ``timeout`` bounds each blocking socket operation (connect, each
     read), so a server that trickles bytes could exceed it. Bound the server's work with its own
@@ -53,7 +61,9 @@ class EndpointStore(_CachingStore):
         url: The endpoint URL (``http://host:8890/sparql``).
         timeout: Socket timeout in seconds per attempt.
         retries: Extra attempts after a connection failure or a 5xx.
-        backoff: Seconds before the first retry; doubled each time.
+        backoff: Seconds before the first retry; doubled each time (at most 5 s).
+        retry_for: Seconds a query keeps retrying through an outage of an endpoint that has
+            answered before (connection refused or reset, HTTP 502–504).
         disk_cache: An optional shared on-disk cache.
         cache_size: Capacity of the in-memory LRU cache.
         method: ``"POST"`` (form-encoded, no URL-length limit) or ``"GET"``.
@@ -71,6 +81,7 @@ class EndpointStore(_CachingStore):
         timeout: float = 30.0,
         retries: int = 3,
         backoff: float = 0.5,
+        retry_for: float = 60.0,
         disk_cache: ExecutionCache | None = None,
         cache_size: int = 100_000,
         method: str = "POST",
@@ -85,14 +96,21 @@ class EndpointStore(_CachingStore):
         self.timeout = float(timeout)
         self.retries = max(0, int(retries))
         self.backoff = float(backoff)
+        self.retry_for = max(0.0, float(retry_for))
         self.method = method.upper()
         self.params = dict(params or {})
         self.agent = agent
         self.identity = f"sparql:{url}"
         self._init_cache(cache_size, disk_cache)
+        self._answered = False  # the endpoint answered once: a later connection failure is an outage
+        self._gave_up = False  # a query outlasted retry_for; until the endpoint answers, do not wait again
 
     def _attempt(self, sparql: str) -> tuple[str, Any]:
-        """One HTTP request; return ``(outcome, payload)``, outcome in ok/bad/retry/timeout/fail."""
+        """One HTTP request; return ``(outcome, payload)``, outcome in ok/bad/retry/down/timeout/fail.
+
+        ``down``: no answer from the server (connection refused or reset, HTTP 502–504);
+        ``retry``: another 5xx.
+        """
         import http.client
         import urllib.error
 
@@ -125,14 +143,14 @@ class EndpointStore(_CachingStore):
                 return "bad", f"the endpoint rejected the query (HTTP 500, syntax error): {body}"
             return "retry", f"endpoint error (HTTP 500): {body}"
         except urllib.error.HTTPError as exc:
-            outcome = "retry" if exc.code >= 500 else "fail"
+            outcome = "down" if exc.code in (502, 503, 504) else "retry" if exc.code >= 500 else "fail"
             return outcome, f"HTTP {exc.code} {exc.reason} from {self.url}"
         except urllib.error.URLError as exc:
-            return "retry", f"cannot connect to {self.url}: {exc.reason}"
+            return "down", f"cannot connect to {self.url}: {exc.reason}"
         except TimeoutError:
             return "timeout", f"timeout: no answer from {self.url} within {self.timeout:g} s"
         except (ConnectionError, http.client.HTTPException) as exc:
-            return "retry", f"connection to {self.url} failed: {type(exc).__name__}: {exc}"
+            return "down", f"connection to {self.url} failed: {type(exc).__name__}: {exc}"
         except SPARQLWrapperException as exc:
             return "fail", f"{type(exc).__name__}: {_http_body(exc)}"
         except ValueError as exc:
@@ -140,16 +158,26 @@ class EndpointStore(_CachingStore):
         return "ok", data
 
     def _request(self, sparql: str) -> tuple[str, Any, int]:
-        """Run attempts with back-off; return ``(outcome, payload, attempts)``."""
+        """Run attempts with back-off (an outage: up to ``retry_for``); return ``(outcome, payload, attempts)``."""
         attempts = 0
+        first_failure: float | None = None
         while True:
             attempts += 1
             outcome, payload = self._attempt(sparql)
-            if outcome != "retry" or attempts > self.retries:
+            if outcome not in ("retry", "down"):
+                self._answered, self._gave_up = True, False
                 return outcome, payload, attempts
-            time.sleep(self.backoff * 2 ** (attempts - 1))
+            now = time.monotonic()
+            first_failure = now if first_failure is None else first_failure
+            if attempts > self.retries:
+                outage = outcome == "down" and self._answered and not self._gave_up
+                if not outage or now - first_failure >= self.retry_for:
+                    self._gave_up = self._gave_up or outage
+                    return outcome, payload, attempts
+            time.sleep(min(self.backoff * 2 ** (attempts - 1), MAX_BACKOFF))
 
     def _run(self, sparql: str) -> tuple[ExecutionResult, bool]:
+        start = time.monotonic()
         outcome, payload, attempts = self._request(sparql)
         if outcome == "ok":
             try:
@@ -157,9 +185,10 @@ class EndpointStore(_CachingStore):
             except (KeyError, TypeError, IndexError, AttributeError) as exc:
                 msg = f"malformed SPARQL JSON results from {self.url}: {type(exc).__name__}: {exc}"
                 return ExecutionResult([], False, msg), False
-        if outcome == "retry":
-            payload = f"SPARQL endpoint {self.url} is unreachable after {attempts} attempts: {payload}"
-        return ExecutionResult([], False, payload), outcome == "bad"
+        if outcome in ("retry", "down"):
+            waited = time.monotonic() - start
+            payload = f"SPARQL endpoint {self.url} is unreachable after {attempts} attempts ({waited:.0f} s): {payload}"
+        return ExecutionResult([], False, payload, unreachable=outcome == "down"), outcome == "bad"
 
     def ping(self) -> float:
         """Check that the endpoint answers a trivial query (``ASK {}``).

@@ -21,6 +21,9 @@ class ExecutionResult:
         error: Why it did not (``None`` when ok).
         elapsed: Wall-clock seconds spent in :meth:`KnowledgeBase.execute`.
         cached: Whether the result came from a cache.
+        unreachable: The query did not run because the endpoint did not answer (connection refused
+            or reset, HTTP 502–504) within its retries: a fact about the endpoint, not the query.
+            A caller that scores results should stop rather than count it as a failed query.
 
     """
 
@@ -29,6 +32,7 @@ class ExecutionResult:
     error: str | None = None
     elapsed: float = 0.0
     cached: bool = False
+    unreachable: bool = False
 
 
 __all__ = ["ExecutionResult"]
