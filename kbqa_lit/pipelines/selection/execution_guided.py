@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import islice
 from typing import Any
 
-from kbqa_lit.errors import SExprError, check_choice
+from kbqa_lit.errors import EndpointUnreachableError, SExprError, check_choice
 from kbqa_lit.kb.lf.denormalize import denormalize_sexpr
 from kbqa_lit.kb.lf.iri import NAME_RELATION, NS
 from kbqa_lit.kb.lf.sparql import SEMANTICS, sexpr_to_sparql
@@ -164,7 +164,14 @@ def _safe_execute(kb: KnowledgeBase, sparql: str) -> ExecutionResult:
 
 
 def _rejection(query: _Query, result: ExecutionResult, count_zero_is_executable: bool) -> str | None:
-    """Why a result does not make its beam executable, or ``None`` when it does."""
+    """Why a result does not make its beam executable, or ``None`` when it does.
+
+    Raises:
+        EndpointUnreachableError: When the endpoint did not answer through its retry window: the
+            beam was not run, so counting it as not executable would be a wrong figure.
+    """
+    if result.unreachable:
+        raise EndpointUnreachableError(f"execution-guided selection stopped: {result.error}")
     if not result.ok:
         return result.error or "execution failed"
     if not result.answers:
