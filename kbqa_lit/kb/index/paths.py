@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kbqa_lit.errors import StoreError, UserInputError, check_choice
+from kbqa_lit.errors import EndpointUnreachableError, StoreError, UserInputError, check_choice
 from kbqa_lit.kb.index.connectivity import usable_id
 from kbqa_lit.kb.index.relation_inventory import EXCLUDED_RELATIONS, is_fact_relation
 from kbqa_lit.kb.lf.chains import Chain, Hop, chain_to_sexpr
@@ -92,7 +92,8 @@ def relation_paths(store: object, entity: str, max_hops: int = 2, limit: int = 2
         return []
     result = store.execute(_query(entity, max_hops, limit))  # type: ignore[attr-defined]
     if not result.ok:
-        raise StoreError(
+        error = EndpointUnreachableError if getattr(result, "unreachable", False) else StoreError
+        raise error(
             f"could not read the relation paths of {entity} from {getattr(store, 'identity', store)}: {result.error}"
         )
     one: dict[str, RelationPath] = {}
@@ -164,7 +165,8 @@ def mediator_paths(store: object, entity: str, limit: int = 20000) -> list[Relat
         return []
     result = store.execute(_mediator_query(entity, limit))  # type: ignore[attr-defined]
     if not result.ok:
-        raise StoreError(
+        error = EndpointUnreachableError if getattr(result, "unreachable", False) else StoreError
+        raise error(
             f"could not read the mediator paths of {entity} from {getattr(store, 'identity', store)}: {result.error}"
         )
     found: dict[str, RelationPath] = {}

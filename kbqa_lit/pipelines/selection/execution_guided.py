@@ -201,6 +201,8 @@ def fallback_answers(answer_text: str, name_to_ids: Mapping[str, Sequence[str]] 
         if name_to_ids is not None:
             try:
                 ids = name_to_ids.get(name) or ()
+            except EndpointUnreachableError:
+                raise  # the endpoint is down past its retry window: keeping the text would be a wrong answer
             except Exception:  # a lookup that fails (e.g. a store hiccup) keeps the text
                 ids = ()
         for value in ids or (name,):
@@ -237,7 +239,8 @@ class KBNameLookup(Mapping[str, list[str]]):
 
     A read-only mapping for :func:`select_answer`'s ``name_to_ids``: ``lookup[name]`` runs one
     query (``"name"@en`` or the plain literal; cached by the store and here) and raises
-    ``KeyError`` when no entity has that name. Iteration covers the names found so far.
+    ``KeyError`` when no entity has that name (:class:`EndpointUnreachableError` when the endpoint
+    is down past its retry window). Iteration covers the names found so far.
 
     Args:
         kb: The knowledge base.
@@ -266,6 +269,8 @@ class KBNameLookup(Mapping[str, list[str]]):
         if not isinstance(name, str) or not name:
             raise KeyError(name)
         result = _safe_execute(self.kb, self.query(name))
+        if result.unreachable:
+            raise EndpointUnreachableError(f"name lookup stopped: {result.error}")
         ids = [a for a in result.answers if not a.startswith(("http://", "https://", "_:"))] if result.ok else []
         if not ids:
             raise KeyError(name)

@@ -36,7 +36,7 @@ import torch
 
 from kbqa_lit.backbones.common import MINILM
 from kbqa_lit.backbones.sentence_encoder import CachedEmbeddings, SentenceEncoder
-from kbqa_lit.errors import StoreError, UserInputError, check_choice
+from kbqa_lit.errors import EndpointUnreachableError, StoreError, UserInputError, check_choice
 from kbqa_lit.kb.index.paths import RelationPath, mediator_paths, relation_paths
 from kbqa_lit.kb.lf.chains import chain_from_sexpr
 from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector, Selection, fallback_answers
@@ -125,6 +125,8 @@ class PathFallback:
                 out.extend(relation_paths(kb, entity, self.max_hops, self.limit))
                 if mediators:
                     out.extend(mediator_paths(kb, entity, self.limit))
+            except EndpointUnreachableError:
+                raise  # the endpoint is down (past its retry window): stop, do not answer without the paths
             except StoreError as exc:
                 errors.append(str(exc))
         return out, errors
