@@ -46,6 +46,35 @@ class EndpointUnreachableError(StoreError):
     """A SPARQL endpoint did not answer after the configured retries."""
 
 
+class FileWriteError(KBQAError, OSError):
+    """A file could not be written: the disk is full, a quota or file-size limit was reached, and the like.
+
+    A :class:`KBQAError` (the ``kbqa`` command prints it in one line, status 2) and an :class:`OSError`
+    with the cause's ``errno`` (code that checks for ``ENOSPC`` still can).
+
+    Args:
+        path: The file that was being written (the target, not a temporary file beside it).
+        cause: The operating system's error.
+        note: What became of the file, appended to the message (``"the previous file is kept"``).
+    """
+
+    def __init__(self, path: object, cause: OSError, note: str = "") -> None:
+        self.path = str(path)
+        self.cause = cause
+        self.note = note
+        reason = cause.strerror or str(cause)
+        self.message = f"cannot write {self.path}: {reason}" + (f" ({note})" if note else "")
+        super().__init__(self.message)
+        self.errno = cause.errno
+        self.strerror = cause.strerror
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.path, OSError(self.errno, self.strerror), self.note))
+
+
 class UserInputError(KBQAError):
     """A command-line argument or option that cannot be used as given."""
 

@@ -19,6 +19,7 @@ from lightning.pytorch.loggers import Logger
 import kbqa_lit.strategies  # noqa: F401  (registers the deepspeed_cpu_* strategy names)
 from kbqa_lit.data.linking import oracle_inputs
 from kbqa_lit.modules.checkpoint_loading import check_checkpoint
+from kbqa_lit.strategies.checkpoint_io import use_atomic_checkpoints
 
 
 class LoggerSaveConfigCallback(SaveConfigCallback):
@@ -49,6 +50,15 @@ class KBQALightningCLI(LightningCLI):
         ckpt_path = self.config[subcommand].get("ckpt_path") if subcommand else None
         check_checkpoint(ckpt_path if isinstance(ckpt_path, str) else None)
         super()._parse_ckpt_path()
+
+    def instantiate_trainer(self, **kwargs: Any) -> Trainer:
+        """The trainer; its local checkpoints are written atomically beside their target.
+
+        See :mod:`kbqa_lit.strategies.checkpoint_io` (a full disk leaves no truncated checkpoint).
+        """
+        trainer = super().instantiate_trainer(**kwargs)
+        use_atomic_checkpoints(trainer)
+        return trainer
 
     def before_instantiate_classes(self) -> None:
         """An oracle run (``linking: gold``, ``patterns: gold``) says so in its loggers' run names."""

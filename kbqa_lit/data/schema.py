@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from kbqa_lit.atomic import write_jsonl_atomic
 from kbqa_lit.errors import DataFormatError, check_choice
 
 AnswerKind = Literal["entity", "literal"]
@@ -153,14 +154,9 @@ def read_jsonl(path: str | Path) -> Iterator[KBQAExample]:
 
 
 def write_jsonl(examples: Iterable[KBQAExample], path: str | Path) -> int:
-    """Write examples atomically (temp file + rename) as JSON lines; return how many were written."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    n = 0
-    with tmp.open("w", encoding="utf-8") as fh:
-        for ex in examples:
-            fh.write(json.dumps(ex.to_dict(), ensure_ascii=False) + "\n")
-            n += 1
-    tmp.replace(path)
-    return n
+    """Write examples atomically (temp file + rename) as JSON lines; return how many were written.
+
+    Raises:
+        FileWriteError: When the file cannot be written (disk full...); nothing is left under its name.
+    """
+    return write_jsonl_atomic((ex.to_dict() for ex in examples), path)

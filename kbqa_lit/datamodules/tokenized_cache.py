@@ -9,11 +9,14 @@ example list) plus whatever ``encode`` returns: lists of token ids or integers.
 
 Each entry holds the SHA-256 of its files (``kbqa_checksums.json``, written before the rename); an
 entry whose files no longer match (truncated, overwritten) is reported in one warning, removed
-and tokenised again, never loaded.
+and tokenised again, never loaded. An entry that cannot be written for want of room (a full disk, a
+quota, a file-size limit) is not an error: one warning names it, nothing is left in the cache folder,
+and the split is used from memory (a later run with room stores it).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -34,6 +37,8 @@ log = logging.getLogger(__name__)
 
 _CACHE_FORMAT = 2  # bump when the row layout or the input recipe changes (2: entries carry checksums)
 _CHECKSUMS = "kbqa_checksums.json"
+#: ``errno`` values of a file system without room (full, over quota, file-size limit): the entry is not stored.
+NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
 def file_digest(path: str | Path) -> str:
@@ -147,6 +152,24 @@ def load_or_encode(
     log.info("tokenising the %s split into %s", split, target)
     cols = encode()
     ds = datasets.Dataset.from_dict(cols, features=_features(cols))
+    try:
+        _store(ds, target)
+    except OSError as exc:
+        if exc.errno not in NO_ROOM:
+            raise
+        log.warning(
+            "tokenized cache %s cannot be written (%s); the %s split is used from memory in this run "
+            "and stored by a run that finds room",
+            target,
+            exc.strerror or exc,
+            split,
+        )
+        return ds, True
+    return datasets.load_from_disk(str(target)), True
+
+
+def _store(ds: datasets.Dataset, target: Path) -> None:
+    """Write ``ds`` to a temporary folder beside ``target`` and rename it into place (removed on any error)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     bars_were_on = not datasets.utils.are_progress_bars_disabled()
@@ -163,7 +186,6 @@ def load_or_encode(
         if bars_were_on:
             datasets.utils.enable_progress_bars()
         shutil.rmtree(tmp, ignore_errors=True)
-    return datasets.load_from_disk(str(target)), True
 
 
 class TokenizedSplit(Dataset):

@@ -14,6 +14,10 @@ A damaged file is never read as valid: each row carries a checksum of its key an
 that fails it, or predates it, is a miss and is run again); a file SQLite reports as malformed
 is refused when opened (:class:`~kbqa_lit.errors.StoreError`) or, when the damage shows later,
 left alone for the rest of the run; both are reported in one line naming the file.
+
+A full disk (SQLite's ``database or disk is full``) is not damage: the transaction is rolled back,
+one warning names the file, and this object stores nothing more for the rest of the run while its
+lookups go on; the rows already stored stay valid, and a later run with room stores again.
 """
 
 from __future__ import annotations
@@ -127,6 +131,7 @@ class ExecutionCache:
         hits: Lookups of this object that found an entry.
         misses: Lookups of this object that did not.
         broken: Why the file is no longer used (SQLite found it malformed during the run), else ``None``.
+        full: Why nothing more is stored (the disk was full during the run), else ``None``.
 
     Raises:
         StoreError: When the file cannot be opened, is not a cache database or is malformed.
@@ -154,6 +159,7 @@ class ExecutionCache:
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
         self.broken: str | None = None
+        self.full: str | None = None
         self._bad_rows = 0
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -211,6 +217,15 @@ class ExecutionCache:
         text = json.dumps([answers, ok, error], ensure_ascii=False)
         return hashlib.blake2b(key + text.encode("utf-8"), digest_size=16).digest()
 
+    def _out_of_room(self, exc: sqlite3.DatabaseError) -> bool:
+        """Whether ``exc`` is SQLite's full-disk error; if so, stop storing for the rest of the run (one warning)."""
+        if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_FULL and "disk is full" not in str(exc):
+            return False
+        if self.full is None:
+            self.full = f"execution cache {self.path} cannot grow ({exc})"
+            log.warning("%s; results are no longer stored in this run (stored ones are still used)", self.full)
+        return True
+
     def _damaged(self, exc: sqlite3.DatabaseError) -> None:
         """Stop using a file SQLite found malformed (lock errors are not damage: they are raised)."""
         if isinstance(exc, sqlite3.OperationalError):
@@ -264,10 +279,11 @@ class ExecutionCache:
                 (a syntax error) rather than of the moment (timeout, unreachable endpoint).
 
         Returns:
-            Whether the result was written (ok results and definitive errors, while the file is usable).
+            Whether the result was written (ok results and definitive errors, while the file is usable
+            and has room).
 
         """
-        if (not result.ok and not definitive) or self.broken is not None:
+        if (not result.ok and not definitive) or self.broken is not None or self.full is not None:
             return False
         key = self._key(store, query)
         payload = json.dumps(result.answers, ensure_ascii=False)
@@ -284,11 +300,16 @@ class ExecutionCache:
         try:
             self._with_retry(write)
         except sqlite3.DatabaseError as exc:
-            self._damaged(exc)
+            if not self._out_of_room(exc):
+                self._damaged(exc)
             return False
         self._writes += 1
         if self._writes % self._evict_every == 0:
-            self.evict()
+            try:
+                self.evict()
+            except sqlite3.DatabaseError as exc:
+                if not self._out_of_room(exc):
+                    raise
         return True
 
     def evict(self) -> int:
