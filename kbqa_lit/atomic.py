@@ -43,13 +43,26 @@ class _TargetFile(io.FileIO):
             raise FileWriteError(self.target, exc, KEPT) from exc
 
 
+def _umask() -> int:
+    """The process's umask (read from ``/proc`` where it can be, so no thread sees it changed)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_binary_writer(path: str | Path) -> Iterator[IO[bytes]]:
     """Yield a binary file that replaces ``path`` when the ``with`` block ends without an error.
 
     The parent folder is created. The temporary file (``.<name>.<random>.tmp`` beside ``path``, so
     the rename never crosses file systems) is removed when the block raises; ``path`` is then left
-    as it was.
+    as it was. The file gets the permissions ``open()`` would give it (``0o666`` less the umask).
 
     Raises:
         FileWriteError: When the folder, the temporary file or a write to it is refused (disk full,
@@ -61,6 +74,10 @@ def atomic_binary_writer(path: str | Path) -> Iterator[IO[bytes]]:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
         raise FileWriteError(target, exc, KEPT) from exc
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())  # what open() gives (mkstemp's file is private to its owner)
+    except OSError:
+        pass
     try:
         with io.BufferedWriter(_TargetFile(fd, target)) as handle:
             yield handle

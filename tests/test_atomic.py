@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -35,3 +37,14 @@ def test_an_error_midway_leaves_the_old_file_and_no_temporary_one(tmp_path: Path
         handle.write("half")
         raise KeyboardInterrupt
     assert out.read_text(encoding="utf-8") == "old\n" and len(list(tmp_path.iterdir())) == 1
+
+
+def test_written_files_get_the_permissions_open_gives(tmp_path: Path) -> None:
+    mask = os.umask(0o027)
+    try:
+        path = write_text_atomic(tmp_path / "preds.jsonl", "x")
+        plain = tmp_path / "plain.txt"
+        plain.write_text("x")
+    finally:
+        os.umask(mask)
+    assert stat.S_IMODE(path.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode) == 0o640  # not mkstemp's 0o600
