@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from kbqa_lit.errors import StoreError
 from kbqa_lit.kb.store import ExecutionResult
 from kbqa_lit.kb.store.cache import ExecutionCache
 from kbqa_lit.kb.store.loaders import build_store
@@ -72,3 +73,19 @@ def test_store_on_a_full_cache_answers_everything(
     assert [r.answers for r in results] == [[f"m.d{i % 3}"] for i in range(ROWS)]
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1 and "cannot grow" in warnings[0], warnings[:3]
+
+
+def test_opening_on_a_disk_with_no_room_says_so_in_one_line(disk: SmallDisk) -> None:
+    path = disk.path / "cache.sqlite"
+    cache = ExecutionCache(path)
+    cache.put("kb", "q0", ExecutionResult(_answer(0)))
+    cache.close()
+    with (disk.path / "filler").open("wb", buffering=0) as filler, pytest.raises(OSError):
+        while True:  # take every block left
+            filler.write(b"x" * 4096)
+    with pytest.raises(StoreError) as info:  # before: "disk I/O error" and nothing about room
+        ExecutionCache(path)
+    assert str(info.value).startswith(f"cannot open execution cache {path}: ")
+    assert str(info.value).endswith("(the disk holding it has 0 KiB free)")
+    (disk.path / "filler").unlink()  # room again: the stored row is there
+    assert ExecutionCache(path).get("kb", "q0") == (_answer(0), True, None)

@@ -57,6 +57,19 @@ CREATE TABLE IF NOT EXISTS results (
 """
 
 
+#: Free space under which a cache that cannot be opened is reported as short of room.
+_LOW_ROOM = 1 << 20
+
+
+def _free_bytes(folder: Path) -> int | None:
+    """Bytes an unprivileged process may still write under ``folder``, or ``None`` when unknown."""
+    try:
+        stats = os.statvfs(folder)
+    except (OSError, AttributeError):
+        return None
+    return stats.f_bavail * stats.f_frsize
+
+
 class LRUCache:
     """A thread-safe least-recently-used map with a fixed capacity and hit/miss counters.
 
@@ -166,6 +179,9 @@ class ExecutionCache:
             self._with_retry(lambda conn: None)
         except (sqlite3.Error, OSError) as exc:
             hint = "" if isinstance(exc, sqlite3.OperationalError) else " (delete it to start an empty cache)"
+            free = _free_bytes(self.path.parent)
+            if free is not None and free < _LOW_ROOM:  # SQLite says "disk I/O error" when it cannot map its -shm file
+                hint = f" (the disk holding it has {free // 1024} KiB free)"
             raise StoreError(f"cannot open execution cache {self.path}: {exc}{hint}") from None
 
     # -- connection handling -------------------------------------------------------------
