@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -33,19 +32,23 @@ def test_batch_output_is_whole_after_worker_kills(tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
     cmd = [sys.executable, "-m", "kbqa_lit", "sexpr", "run", "--store", str(tmp_path / "store")]
     proc = subprocess.Popen([*cmd, "--batch", str(batch), "--out", str(out)], stderr=subprocess.PIPE, text=True)
-    kills = 0
+    killed: list[int] = []
     try:
-        for pause in (0.0, 0.3, 0.3):  # the first kill may hit the worker while it opens the store
-            time.sleep(pause)
-            if proc.poll() is not None or kill_worker(proc.pid, wait=10) is None:
+        # the first kill may hit the worker while it opens the store (it is replaced once); the later ones wait
+        # until the worker has used 0.3 s of CPU, i.e. opened the store and runs queries, whatever the load
+        for min_cpu in (0.0, 0.3, 0.3):
+            if proc.poll() is not None:
                 break
-            kills += 1
+            worker = kill_worker(proc.pid, wait=10, min_cpu=min_cpu, spare=killed)
+            if worker is None:
+                break
+            killed.append(worker)
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, err
-    if kills == 0:
+    if not killed:
         pytest.skip("the batch ended before a worker could be killed")
     got = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["qid"] for r in got] == [r["qid"] for r in rows]  # each row once, in order
