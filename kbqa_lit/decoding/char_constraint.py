@@ -27,6 +27,8 @@ from typing import Protocol
 import torch
 from transformers import LogitsProcessor, PreTrainedTokenizerBase
 
+from kbqa_lit.decoding.processor import masked_scores
+
 _DEAD = ("<dead>",)
 
 
@@ -163,11 +165,7 @@ class CharConstraintProcessor(LogitsProcessor):
             rows[(r // self.num_beams, seq)] = state
             masks.append(self.table(self._automaton(r), state)[0])
         self._rows = rows
-        allowed = torch.stack(masks).to(scores.device)
-        width = scores.shape[-1]
-        if allowed.shape[-1] < width:
-            allowed = torch.nn.functional.pad(allowed, (0, width - allowed.shape[-1]), value=False)
-        return scores.masked_fill(~allowed[:, :width], float("-inf"))  # type: ignore[return-value]
+        return masked_scores(scores, torch.stack(masks))
 
 
 __all__ = ["CharAutomaton", "CharConstraintProcessor", "token_texts"]

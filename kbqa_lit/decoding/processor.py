@@ -409,11 +409,16 @@ class GrammarLogitsProcessor(LogitsProcessor):
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         """Set the scores of disallowed tokens to ``-inf``."""
-        allowed = self.row_masks(input_ids).to(scores.device)
-        width = scores.shape[-1]
-        if allowed.shape[-1] < width:
-            allowed = torch.nn.functional.pad(allowed, (0, width - allowed.shape[-1]), value=False)
-        return scores.masked_fill(~allowed[:, :width], float("-inf"))  # type: ignore[return-value]
+        return masked_scores(scores, self.row_masks(input_ids))
 
 
-__all__ = ["GrammarLogitsProcessor", "WordGrammar", "WordOptionsLike"]
+def masked_scores(scores: torch.FloatTensor, allowed: torch.Tensor) -> torch.FloatTensor:
+    """``scores`` with ``-inf`` where ``allowed`` (``[rows, vocab]`` booleans, padded or cut to the width) is false."""
+    allowed = allowed.to(scores.device)
+    width = scores.shape[-1]
+    if allowed.shape[-1] < width:
+        allowed = torch.nn.functional.pad(allowed, (0, width - allowed.shape[-1]), value=False)
+    return scores.masked_fill(~allowed[:, :width], float("-inf"))  # type: ignore[return-value]
+
+
+__all__ = ["GrammarLogitsProcessor", "WordGrammar", "WordOptionsLike", "masked_scores"]

@@ -10,32 +10,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
 from kbqa_lit.datamodules.tokenized_cache import entry_damage, load_or_encode
-
-WORDS = [f"w{i}" for i in range(50)]
-ROWS = 2000
+from tests.helpers.tokenized_rows import row_encoder, word_tokenizer
 
 
 @pytest.fixture(scope="module")
 def tokenizer() -> PreTrainedTokenizerFast:
-    vocab = {w: i for i, w in enumerate(["[UNK]", *WORDS])}
-    backend = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]")
-
-
-def _encoder(tokenizer: PreTrainedTokenizerFast) -> Callable[[], dict[str, list[Any]]]:
-    def encode() -> dict[str, list[Any]]:
-        ids = [tokenizer(" ".join(WORDS[i % 45 : i % 45 + 5]))["input_ids"] for i in range(ROWS)]
-        return {"index": list(range(ROWS)), "input_ids": ids, "length": [len(x) for x in ids]}
-
-    return encode
+    return word_tokenizer()
 
 
 def _damage_truncate(entry: Path) -> None:
@@ -60,7 +45,7 @@ def test_damaged_entry_is_reported_and_tokenised_again(
     tmp_path: Path, tokenizer: PreTrainedTokenizerFast, damage: Callable[[Path], None], caplog: pytest.LogCaptureFixture
 ) -> None:
     (tmp_path / "train.jsonl").write_text("{}\n")
-    encode = _encoder(tokenizer)
+    encode = row_encoder(tokenizer)
     args = ("train", tmp_path / "train.jsonl", tokenizer, tmp_path / "cache", {"max_length": 8}, encode)
     first, encoded = load_or_encode(*args, namespace="gen", kind="train")
     assert encoded

@@ -8,34 +8,14 @@ the entry, the split used from memory (equal to the encoding), nothing left in t
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast
 
 from kbqa_lit.datamodules.tokenized_cache import entry_damage, load_or_encode
 from tests.helpers.small_disk import SmallDisk, mounted_small_disk
-
-WORDS = [f"w{i}" for i in range(50)]
-ROWS = 2000  # ≈ 60 KB of Arrow
-
-
-def _tokenizer() -> PreTrainedTokenizerFast:
-    vocab = {w: i for i, w in enumerate(["[UNK]", *WORDS])}
-    backend = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]")
-
-
-def _encoder(tokenizer: PreTrainedTokenizerFast) -> Callable[[], dict[str, list[Any]]]:
-    def encode() -> dict[str, list[Any]]:
-        ids = [tokenizer(" ".join(WORDS[i % 45 : i % 45 + 5]))["input_ids"] for i in range(ROWS)]
-        return {"index": list(range(ROWS)), "input_ids": ids, "length": [len(x) for x in ids]}
-
-    return encode
+from tests.helpers.tokenized_rows import row_encoder, word_tokenizer
 
 
 @pytest.fixture
@@ -47,8 +27,8 @@ def test_full_disk_is_one_warning_and_the_split_is_used_from_memory(
     tmp_path: Path, disk: SmallDisk, caplog: pytest.LogCaptureFixture
 ) -> None:
     (tmp_path / "train.jsonl").write_text("{}\n")
-    tokenizer = _tokenizer()
-    encode = _encoder(tokenizer)
+    tokenizer = word_tokenizer()
+    encode = row_encoder(tokenizer)
     args = ("train", tmp_path / "train.jsonl", tokenizer, disk.path / "cache", {"max_length": 8}, encode)
     with caplog.at_level(logging.WARNING, logger="kbqa_lit.datamodules.tokenized_cache"):
         data, encoded = load_or_encode(*args, namespace="gen", kind="train")  # before: an OSError traceback
