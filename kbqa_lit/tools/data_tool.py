@@ -5,6 +5,9 @@
   every record was read); prints ``{"format", "input", "out", "examples"}``.
 - ``kbqa data synth --out DIR [--seed N] [--size small|medium|large]`` writes the synthetic world
   (KB and questions) and prints the summary that ``build_world`` returns.
+- ``kbqa data synth-kb --triples 1e6 --out DIR [--seed N] [--questions N]`` streams a
+  Freebase-shaped KB of about that many triples (hubs, CVTs, a class hierarchy) and questions over
+  it, for scale benchmarks; prints the summary that ``write_scale_kb`` returns.
 """
 
 from __future__ import annotations
@@ -56,6 +59,31 @@ def register(subparsers: Any) -> None:
     synth.add_argument("--size", choices=SYNTH_SIZES, default="small", help="world size (default small)")
     synth.set_defaults(func=run_synth)
 
+    scale = sub.add_parser(
+        "synth-kb",
+        help="stream a Freebase-shaped KB of a chosen size (hubs, CVTs, classes) with questions over it",
+        description=(
+            "Write DIR/kb.nt (about --triples N-Triples lines, streamed: memory stays bounded), "
+            "DIR/questions.jsonl (common schema, gold S-expressions) and DIR/summary.json. The same "
+            "--triples and --seed give byte-identical files. Prints the summary as JSON."
+        ),
+    )
+    scale.add_argument("--out", required=True, type=Path, help="output folder")
+    scale.add_argument(
+        "--triples",
+        required=True,
+        type=_triple_count,
+        help="about how many triples to write, 1e3 to 1e8 (scientific notation accepted: 1e6)",
+    )
+    scale.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    scale.add_argument(
+        "--questions",
+        type=int,
+        default=200,
+        help="about how many questions to sample (default 200), plus 6 about the largest hubs",
+    )
+    scale.set_defaults(func=run_synth_kb)
+
     split = sub.add_parser(
         "split",
         help="split a common-schema JSON-lines file into train/dev/test.jsonl (by a hash of the qid)",
@@ -79,6 +107,25 @@ def register(subparsers: Any) -> None:
         help="keep at most N examples per split (a hash-drawn sample, not the first N); default all",
     )
     split.set_defaults(func=run_split)
+
+
+def _triple_count(text: str) -> int:
+    """Parse ``--triples`` (``100000``, ``1e5``, ``1_000_000``) as a positive integer."""
+    try:
+        value = float(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of triples: {text!r}") from None
+    if value != int(value) or value < 1:
+        raise argparse.ArgumentTypeError(f"not a positive whole number of triples: {text!r}")
+    return int(value)
+
+
+def run_synth_kb(args: argparse.Namespace) -> int:
+    """Handle ``kbqa data synth-kb``: write the Freebase-shaped scale KB and print its summary."""
+    from kbqa_lit.data.synthetic.fb_kb import write_scale_kb
+
+    print_json(write_scale_kb(args.out, triples=args.triples, seed=int(args.seed), questions=int(args.questions)))
+    return 0
 
 
 def run_split(args: argparse.Namespace) -> int:

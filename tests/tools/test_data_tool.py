@@ -166,3 +166,17 @@ def test_synth_reports_missing_world_module(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "kbqa_lit.data.synthetic", None)  # import now fails
     code, _, err = run(capsys, "data", "synth", "--out", str(tmp_path / "w"))
     assert code == 2 and "synthetic world is not available in this build" in err
+
+
+def test_synth_kb_writes_and_prints_summary(tmp_path, capsys):
+    out = tmp_path / "kb"
+    code, summary, _ = run(capsys, "data", "synth-kb", "--triples", "5e3", "--out", str(out), "--questions", "10")
+    assert code == 0
+    assert summary["triples_requested"] == 5000 and summary["triples"] > 4000
+    assert (out / "kb.nt").is_file() and (out / "questions.jsonl").is_file()
+
+
+def test_synth_kb_rejects_a_bad_size(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["data", "synth-kb", "--triples", "lots", "--out", str(tmp_path)])
+    assert "not a number of triples" in capsys.readouterr().err
