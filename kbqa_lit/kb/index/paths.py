@@ -1,7 +1,10 @@
-"""Relation paths from an entity: every one- and two-hop chain the KB has there, as S-expressions.
+"""Relation paths from an entity: the one-, two- and three-hop chains the KB has there, as S-expressions.
 
-One query per entity reads the relations of its edges and of its neighbours' edges, each with its
-direction, and turns every distinct chain into the join that follows it from the entity::
+The edges around the entity are read as a bounded sample (:mod:`~kbqa_lit.kb.index.neighbourhood`:
+every query has a ``LIMIT``, the nodes followed are capped by :class:`~kbqa_lit.kb.index.neighbourhood.Caps`),
+so the cost per entity does not grow with the KB — a hub with 10^6 edges, or an ordinary entity
+next to one, reads at most a few tens of thousands of rows. Each distinct chain becomes the join
+that follows it from the entity::
 
     e r ?x              →  (JOIN (R r) e)
     ?x r e              →  (JOIN r e)
@@ -10,23 +13,21 @@ direction, and turns every distinct chain into the join that follows it from the
 Only fact relations count (:func:`~kbqa_lit.kb.index.relation_inventory.is_fact_relation`: no names,
 types or labels), a second hop starts from an IRI (never a literal) and does not come straight
 back to the entity. Every path returned is executable by construction: the KB has at least one
-instance of it. The query projects one tab-separated string per solution (the stores return the
-first projected variable), as :func:`~kbqa_lit.kb.index.entity_index.relation_edges` does.
+instance of it. What the caps leave out (a rare relation among a hub's many edges) is not returned.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kbqa_lit.errors import EndpointUnreachableError, StoreError, UserInputError, check_choice
-from kbqa_lit.kb.index.connectivity import usable_id
-from kbqa_lit.kb.index.relation_inventory import EXCLUDED_RELATIONS, is_fact_relation
+from kbqa_lit.errors import StoreError, UserInputError, check_choice
+from kbqa_lit.kb.index.neighbourhood import DEFAULT_CAPS, IN, OUT, Caps, Edge, named, read_edges, spread
+from kbqa_lit.kb.index.relation_inventory import is_fact_relation
 from kbqa_lit.kb.lf.chains import Chain, Hop, chain_to_sexpr
-from kbqa_lit.kb.lf.iri import NS, iri, local_id
 
-#: How the query writes a hop's direction from the entity outwards: ``out`` (``e r ?x``, a forward
-#: :class:`~kbqa_lit.kb.lf.chains.Hop`), ``in`` (``?x r e``, a backward one).
-OUT, IN = "out", "in"
+#: ``OUT`` (``e r ?x``, a forward :class:`~kbqa_lit.kb.lf.chains.Hop`) and ``IN`` (``?x r e``, a
+#: backward one) are the directions of an edge seen from the entity outwards.
 
 
 @dataclass(frozen=True)
@@ -53,30 +54,17 @@ def _path(entity: str, hops: Chain) -> RelationPath:
     return RelationPath(entity, hops, chain_to_sexpr(entity, hops))
 
 
-def _query(entity: str, max_hops: int, limit: int) -> str:
-    e = f"<{iri(entity)}>"
-    first = f'{{ {e} ?p1 ?m BIND("{OUT}" AS ?d1) }} UNION {{ ?m ?p1 {e} BIND("{IN}" AS ?d1) }}'
-    if max_hops == 1:
-        return f'SELECT DISTINCT (CONCAT(?d1, "\\t", STR(?p1), "\\t\\t") AS ?x) WHERE {{ {first} }} LIMIT {limit}'
-    second = (
-        f'OPTIONAL {{ FILTER(isIRI(?m)) {{ ?m ?p2 ?y BIND("{OUT}" AS ?d2) }} UNION '
-        f'{{ ?y ?p2 ?m BIND("{IN}" AS ?d2) }} FILTER(?y != {e}) }}'
-    )
-    return (
-        'SELECT DISTINCT (CONCAT(?d1, "\\t", STR(?p1), "\\t", COALESCE(?d2, ""), "\\t", '
-        f'COALESCE(STR(?p2), "")) AS ?x) WHERE {{ {first} {second} }} LIMIT {limit}'
-    )
-
-
-def relation_paths(store: object, entity: str, max_hops: int = 2, limit: int = 20000) -> list[RelationPath]:
+def relation_paths(
+    store: object, entity: str, max_hops: int = 2, limit: int = 20000, caps: Caps = DEFAULT_CAPS
+) -> list[RelationPath]:
     """The distinct one-hop (and, with ``max_hops=2``, two-hop) relation paths from ``entity``.
 
     Args:
         store: A knowledge base with ``execute(sparql)`` (embedded store or endpoint).
         entity: The entity id (e.g. ``m.0abc``).
         max_hops: 1 or 2.
-        limit: At most this many distinct ``(relation, direction)`` combinations are read (the
-            query's ``LIMIT``; a hub entity of a large KB can have many).
+        limit: At most this many paths are returned.
+        caps: How much of the neighbourhood is read (:class:`~kbqa_lit.kb.index.neighbourhood.Caps`).
 
     Returns:
         The paths, one-hop first, each group sorted by its S-expression (a deterministic order).
@@ -88,60 +76,48 @@ def relation_paths(store: object, entity: str, max_hops: int = 2, limit: int = 2
     check_choice("max_hops", max_hops, (1, 2))
     if limit < 1:
         raise UserInputError(f"limit must be >= 1, got {limit!r}")
-    if not usable_id(entity):  # no IRI: no edges (and no SPARQL made of it)
-        return []
-    result = store.execute(_query(entity, max_hops, limit))  # type: ignore[attr-defined]
-    if not result.ok:
-        error = EndpointUnreachableError if getattr(result, "unreachable", False) else StoreError
-        raise error(
-            f"could not read the relation paths of {entity} from {getattr(store, 'identity', store)}: {result.error}"
-        )
+    edges = _entity_edges(store, entity, caps)
     one: dict[str, RelationPath] = {}
+    for edge in edges:
+        if is_fact_relation(edge.relation):
+            path = _path(entity, (Hop(edge.relation, edge.direction == OUT),))
+            one.setdefault(path.sexpr, path)
     two: dict[str, RelationPath] = {}
-    for value in result.answers:
-        parts = value.split("\t")
-        if len(parts) != 4:
-            continue
-        d1, p1, d2, p2 = parts
-        r1 = local_id(p1)
-        if not is_fact_relation(r1):
-            continue
-        first = _path(entity, (Hop(r1, d1 == OUT),))
-        one.setdefault(first.sexpr, first)
-        if not p2:
-            continue
-        r2 = local_id(p2)
-        if not is_fact_relation(r2):
-            continue
-        path = _path(entity, (*first.hops, Hop(r2, d2 == OUT)))
-        two.setdefault(path.sexpr, path)
-    return [one[k] for k in sorted(one)] + [two[k] for k in sorted(two)]
+    if max_hops == 2:
+        around = _neighbour_edges(store, entity, edges, caps)
+        for first in edges:
+            if not is_fact_relation(first.relation):
+                continue
+            for second in around.get(first.other, ()):
+                if second.other != entity and is_fact_relation(second.relation):
+                    hops = (Hop(first.relation, first.direction == OUT), Hop(second.relation, second.direction == OUT))
+                    path = _path(entity, hops)
+                    two.setdefault(path.sexpr, path)
+    ordered = [one[k] for k in sorted(one)] + [two[k] for k in sorted(two)]
+    return ordered[:limit]
 
 
-def _hop(var: str, a: str, b: str, direction: str) -> str:
-    """``{ a ?p b } UNION { b ?p a }`` with the direction bound (``out`` when ``a`` is the subject)."""
-    other = IN if direction == OUT else OUT
-    return (
-        f'{{ {a} ?p{var} {b} BIND("{direction}" AS ?d{var}) }} UNION {{ {b} ?p{var} {a} BIND("{other}" AS ?d{var}) }}'
-    )
+def _entity_edges(store: object, entity: str, caps: Caps) -> list[Edge]:
+    try:
+        return read_edges(store, [entity], caps.edges)[entity]
+    except StoreError as exc:  # EndpointUnreachableError stays one
+        raise type(exc)(f"could not read the relation paths of {entity}: {exc}") from None
 
 
-def _mediator_query(entity: str, limit: int) -> str:
-    e = f"<{iri(entity)}>"
-    plumbing = ", ".join(f"<{NS}{r}>" for r in sorted(EXCLUDED_RELATIONS))
-    name = f"<{NS}type.object.name>"
-    # one FILTER of the whole group: a FILTER inside its own { } would see ?m and ?y unbound
-    nameless = f"FILTER(NOT EXISTS {{ ?m {name} ?nm }} || NOT EXISTS {{ ?y {name} ?ny }})"
-    return (
-        'SELECT DISTINCT (CONCAT(?d1, "\\t", STR(?p1), "\\t", ?d2, "\\t", STR(?p2), "\\t", ?d3, "\\t", STR(?p3)) '
-        f"AS ?x) WHERE {{ {_hop('1', e, '?m', OUT)} FILTER(isIRI(?m)) "
-        f"{_hop('2', '?m', '?y', OUT)} FILTER(isIRI(?y) && ?y != {e} && ?p2 NOT IN ({plumbing})) "
-        f"{nameless} "
-        f"{_hop('3', '?y', '?z', OUT)} FILTER(?z != ?m && ?z != {e} && ?p3 NOT IN ({plumbing})) }} LIMIT {limit}"
-    )
+def _neighbour_edges(store: object, entity: str, edges: Sequence[Edge], caps: Caps) -> dict[str, list[Edge]]:
+    """The edges of at most ``caps.neighbours`` IRI neighbours, spread over the entity's relations."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for edge in edges:
+        if edge.other_is_iri and edge.other != entity and is_fact_relation(edge.relation):
+            groups.setdefault((edge.direction, edge.relation), []).append(edge.other)
+    nodes = spread(groups, caps.neighbours)
+    try:
+        return read_edges(store, nodes, caps.neighbour_edges)
+    except StoreError as exc:  # EndpointUnreachableError stays one
+        raise type(exc)(f"could not read the relation paths of {entity}: {exc}") from None
 
 
-def mediator_paths(store: object, entity: str, limit: int = 20000) -> list[RelationPath]:
+def mediator_paths(store: object, entity: str, limit: int = 20000, caps: Caps = DEFAULT_CAPS) -> list[RelationPath]:
     """The distinct three-hop relation paths from ``entity`` through a nameless intermediate node.
 
     The first or the second intermediate node has no ``type.object.name`` (a mediator, Freebase's
@@ -150,7 +126,8 @@ def mediator_paths(store: object, entity: str, limit: int = 20000) -> list[Relat
     Args:
         store: A knowledge base with ``execute(sparql)``.
         entity: The entity id.
-        limit: At most this many distinct relation combinations are read (the query's ``LIMIT``).
+        limit: At most this many paths are returned.
+        caps: How much of the neighbourhood is read (:class:`~kbqa_lit.kb.index.neighbourhood.Caps`).
 
     Returns:
         The paths, sorted by their S-expression.
@@ -161,24 +138,45 @@ def mediator_paths(store: object, entity: str, limit: int = 20000) -> list[Relat
     """
     if limit < 1:
         raise UserInputError(f"limit must be >= 1, got {limit!r}")
-    if not usable_id(entity):  # no IRI: no edges (and no SPARQL made of it)
-        return []
-    result = store.execute(_mediator_query(entity, limit))  # type: ignore[attr-defined]
-    if not result.ok:
-        error = EndpointUnreachableError if getattr(result, "unreachable", False) else StoreError
-        raise error(
-            f"could not read the mediator paths of {entity} from {getattr(store, 'identity', store)}: {result.error}"
+    edges = _entity_edges(store, entity, caps)
+    around = _neighbour_edges(store, entity, edges, caps)
+    try:
+        named_mid = named(store, around)
+        # far nodes: any behind a nameless neighbour; behind a named one, only nameless ones
+        behind_nameless: dict[tuple[str, ...], list[str]] = {}
+        behind_named: dict[tuple[str, ...], list[str]] = {}
+        for m, m_edges in around.items():
+            groups = behind_named if m in named_mid else behind_nameless
+            for e2 in m_edges:
+                if e2.other_is_iri and e2.other not in (entity, m) and is_fact_relation(e2.relation):
+                    groups.setdefault((m in named_mid, e2.direction, e2.relation), []).append(e2.other)
+        candidates = spread(behind_named, caps.far_nodes)
+        nameless_far = set(candidates) - named(store, candidates)
+        behind_named = {k: [y for y in ys if y in nameless_far] for k, ys in behind_named.items()}
+        far = spread(
+            {"a": spread(behind_nameless, caps.far_nodes), "b": spread(behind_named, caps.far_nodes)}, caps.far_nodes
         )
+        far_edges = read_edges(store, far, caps.neighbour_edges)
+    except StoreError as exc:  # EndpointUnreachableError stays one
+        raise type(exc)(f"could not read the mediator paths of {entity}: {exc}") from None
     found: dict[str, RelationPath] = {}
-    for value in result.answers:
-        parts = value.split("\t")
-        if len(parts) != 6:
+    for e1 in edges:
+        m = e1.other
+        if not is_fact_relation(e1.relation) or m not in around:
             continue
-        hops = tuple(Hop(local_id(parts[i + 1]), parts[i] == OUT) for i in (0, 2, 4))
-        if all(is_fact_relation(h.relation) for h in hops):
-            path = _path(entity, hops)
-            found.setdefault(path.sexpr, path)
-    return [found[k] for k in sorted(found)]
+        for e2 in around[m]:
+            y = e2.other
+            if y not in far_edges or y in (entity, m) or not is_fact_relation(e2.relation):
+                continue
+            if m in named_mid and y not in nameless_far:
+                continue
+            for e3 in far_edges[y]:
+                if e3.other in (m, entity) or not is_fact_relation(e3.relation):
+                    continue
+                hops = tuple(Hop(e.relation, e.direction == OUT) for e in (e1, e2, e3))
+                path = _path(entity, hops)
+                found.setdefault(path.sexpr, path)
+    return [found[k] for k in sorted(found)][:limit]
 
 
-__all__ = ["IN", "OUT", "RelationPath", "mediator_paths", "relation_paths"]
+__all__ = ["DEFAULT_CAPS", "IN", "OUT", "Caps", "RelationPath", "mediator_paths", "relation_paths"]

@@ -274,26 +274,76 @@ def recall_at(gold: Sequence[str], ranked: Sequence[str], k: int) -> float:
     return sum(g in top for g in gold) / len(gold)
 
 
+#: At most this many classes are read from the schema nodes (Freebase has about 10^4 ``type.type``
+#: nodes with its user and base types; the cap bounds a query whose cost must not grow with the KB).
+CLASS_LIMIT = 100_000
+
+
+def schema_classes_query(limit: int = CLASS_LIMIT) -> str:
+    """The bounded class query: the schema's ``type.type`` nodes (Freebase's ontology), ``LIMIT limit``."""
+    return f"SELECT ?c WHERE {{ ?c <{NS}{TYPE_RELATION}> <{NS}type.type> }} LIMIT {int(limit)}"
+
+
+def classes_cache_path(store_path: str | Path) -> Path:
+    """The JSON file next to a store directory that caches its scanned classes: ``<store>.classes.json``."""
+    p = Path(store_path)
+    return p.with_name(p.name + ".classes.json")
+
+
 def store_classes(store: Any) -> list[str]:
-    """The classes a store's entities have: the ``type.object.type`` objects that are schema ids.
+    """The classes of a store's entities.
+
+    A KB that describes its schema as Freebase does (each class a node of type ``type.type``) is
+    asked for those nodes: one bounded query (:func:`schema_classes_query`) whose cost is the
+    ontology's size, not the KB's. A KB without schema nodes (MetaQA, the synthetic world, the
+    GrailQA mini-KB) is scanned once — the ``type.object.type`` objects that are schema ids — and
+    the list is cached next to an on-disk store (``<store>.classes.json``, keyed by its build id),
+    so later processes read the file instead of scanning again.
 
     Raises:
-        StoreError: When the query fails.
+        StoreError: When a query fails.
     """
+    identity = str(getattr(store, "identity", "") or repr(store))
+    result = store.execute(schema_classes_query())
+    if not result.ok:
+        raise StoreError(f"could not read the classes of {identity}: {result.error}")
+    if result.answers:
+        return [c for c in result.answers if is_schema_id(c)]
+    cache = classes_cache_path(store.path) if getattr(store, "path", None) is not None else None
+    if cache is not None and cache.is_file():
+        try:
+            data = json.loads(cache.read_text(encoding="utf-8"))
+            if data.get("format") == _INVENTORY_FORMAT and data.get("store") == identity:
+                return [str(c) for c in data["classes"]]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            log.warning("ignoring an unreadable class cache %s", cache)
     result = store.execute(f"SELECT DISTINCT ?c WHERE {{ ?s <{NS}{TYPE_RELATION}> ?c }}")
     if not result.ok:
-        raise StoreError(f"could not read the classes of {getattr(store, 'identity', store)}: {result.error}")
-    return [c for c in result.answers if is_schema_id(c)]
+        raise StoreError(f"could not read the classes of {identity}: {result.error}")
+    classes = [c for c in result.answers if is_schema_id(c)]
+    if cache is not None:
+        payload = {"format": _INVENTORY_FORMAT, "store": identity, "classes": classes}
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(json.dumps(payload) + "\n", encoding="utf-8")
+            tmp.replace(cache)
+        except OSError as exc:
+            log.warning("could not cache the classes in %s: %s", cache, exc)
+            tmp.unlink(missing_ok=True)
+    return classes
 
 
 __all__ = [
+    "CLASS_LIMIT",
     "EXCLUDED_RELATIONS",
     "BM25RelationRanker",
     "RelationInventory",
     "bm25_tokens",
+    "classes_cache_path",
     "inventory_cache_path",
     "is_fact_relation",
     "load_inventory",
     "recall_at",
+    "schema_classes_query",
     "store_classes",
 ]

@@ -71,7 +71,8 @@ class PathFallback:
         encoder: Sentence encoder name or folder (all-MiniLM-L6-v2 offline by default).
         max_hops: Longest path considered (1 or 2).
         max_candidates: How many ranked S-expressions :meth:`rank` returns at most.
-        limit: Per entity, at most this many distinct relation combinations are read from the KB.
+        limit: Per entity, at most this many paths are kept (the KB reads themselves are bounded by
+            :class:`~kbqa_lit.kb.index.neighbourhood.Caps`, whatever the KB's size).
         override_margin: When set, a chosen beam that is a plain join chain is replaced by the
             best path whose cosine exceeds the chain's own by more than this (see the module
             docstring); ``None``: beams that execute are never replaced.
