@@ -2,10 +2,13 @@
 
 For each size, ``kbqa data synth-kb``'s generator writes the KB (:func:`~kbqa_lit.data.synthetic.fb_kb.write_scale_kb`,
 kept in ``--work`` and reused), and a child process (so peak memory is per size) measures on the
-embedded Oxigraph store (``kbqa kb build``'s :func:`~kbqa_lit.kb.store.loaders.build_store`):
+embedded Oxigraph store (``kbqa kb build``, in a subprocess) and, with ``--stores oxigraph virtuoso``, a
+fresh local Virtuoso 7 (:class:`~kbqa_lit.kb.virtuoso.server.VirtuosoServer`, the server of
+``kbqa kb serve-virtuoso``; bulk loader, queries over HTTP):
 
-- ``load``: bulk-load seconds and the store's size on disk;
-- ``entity index``: :meth:`EntityIndex.build` seconds, the child's peak RSS growth during it, and
+- ``load``: bulk-load seconds, the store's size on disk and the loader's peak RSS (Oxigraph);
+- ``entity index``: :meth:`EntityIndex.build` seconds, the memory the index holds, the build's peak
+  above what the process had before (torch is imported only after it), and
   the p50/p99 of :meth:`EntityIndex.search` over the questions;
 - ``relation inventory`` / ``class list``: :meth:`RelationInventory.from_store` (``SELECT DISTINCT ?p``)
   and :meth:`AnswerTypes.kb_classes` (the answer-type check's class list, read once per KB);
@@ -19,11 +22,12 @@ embedded Oxigraph store (``kbqa kb build``'s :func:`~kbqa_lit.kb.store.loaders.b
 Caches are off (``cache_size=0``); the store's timeout is ``--timeout`` seconds (a timed-out read is
 reported as such). The sentence encoder is not loaded: only the KB parts of the steps are timed.
 Prints one table (step × size) with growth factors between consecutive sizes and writes JSON to
-``--out``. Virtuoso is not measured by this script (see docs/scale-out.md).
+``--out``.
 
 Usage::
 
     nice -n 10 python benchmarks/bench_kb_scale.py --sizes 1e5 1e6 --work /tmp/kbscale
+    nice -n 10 python benchmarks/bench_kb_scale.py --sizes 1e5 1e6 --stores oxigraph virtuoso --work /tmp/kbscale
     nice -n 10 python benchmarks/bench_kb_scale.py --sizes 1e5 1e6 1e7 --work /data/kbscale   # 10^7: ~1 GB disk
 """
 
@@ -70,27 +74,61 @@ def _current_rss_mb() -> float:
     return pages * resource.getpagesize() / 2**20
 
 
-def measure(kb_dir: Path, timeout: float, sample: int, path_entities: int) -> dict[str, Any]:
-    """Measure every step on the KB in ``kb_dir`` (run in a child process)."""
-    from kbqa_lit.kb.index.entity_index import EntityIndex
-    from kbqa_lit.kb.index.relation_inventory import RelationInventory
+def _load_oxigraph(kb_dir: Path, timeout: float) -> tuple[Any, dict[str, Any], Any]:
+    """``kbqa kb build`` in a subprocess (its own peak memory), then the store opened read-only."""
     from kbqa_lit.kb.store import OxigraphStore
+
+    store_dir = kb_dir / "store"
+    shutil.rmtree(store_dir, ignore_errors=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t0 = time.perf_counter()
+    cmd = [sys.executable, "-m", "kbqa_lit.cli", "kb", "build", "--format", "nt", "--store", str(store_dir)]
+    subprocess.run([*cmd, str(kb_dir / "kb.nt")], check=True, capture_output=True)
+    seconds = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    load = {"seconds": round(seconds, 2), "disk_mb": round(_du(store_dir) / 2**20, 1)}
+    load["peak_rss_mb"] = round(peak / 1024, 1) if peak > before else None  # None: below an earlier child's
+    store = OxigraphStore(store_dir, timeout=timeout, cache_size=0)
+    return store, load, store.close
+
+
+def _load_virtuoso(kb_dir: Path, timeout: float) -> tuple[Any, dict[str, Any], Any]:
+    """A fresh Virtuoso database (``kbqa kb serve-virtuoso``'s server), bulk-loaded with the KB."""
+    from kbqa_lit.kb.virtuoso.server import VirtuosoServer
+
+    db = kb_dir / "virtuoso"
+    shutil.rmtree(db, ignore_errors=True)
+    server = VirtuosoServer(db, memory="2G", max_query_seconds=0, max_rows=10_000_000, clean_on_exit=True)
+    server.__enter__()
+    try:
+        t0 = time.perf_counter()
+        server.load([kb_dir / "kb.nt"])
+        seconds = time.perf_counter() - t0
+        load = {"seconds": round(seconds, 2), "disk_mb": round(_du(db) / 2**20, 1), "peak_rss_mb": None}
+        store = server.store(timeout=timeout, cache_size=0)
+    except BaseException:
+        server.__exit__(None, None, None)
+        raise
+
+    def close() -> None:
+        store.close()
+        server.__exit__(None, None, None)
+
+    return store, load, close
+
+
+def measure(kb_dir: Path, timeout: float, sample: int, path_entities: int, store_kind: str) -> dict[str, Any]:
+    """Measure every step on the KB in ``kb_dir`` (run in a child process; the encoder is not loaded)."""
+    from kbqa_lit.kb.index.entity_index import EntityIndex
     from kbqa_lit.kb.store.execute import run_sexpr
-    from kbqa_lit.kb.store.loaders import build_store
-    from kbqa_lit.pipelines.selection.answer_type import AnswerTypes
-    from kbqa_lit.pipelines.selection.path_fallback import PathFallback
 
     summary = json.loads((kb_dir / "summary.json").read_text())
     rows = list(read_jsonl(kb_dir / "questions.jsonl"))[:sample]
-    out: dict[str, Any] = {"triples": summary["triples"], "questions": len(rows)}
-    store_dir = kb_dir / "store"
-    shutil.rmtree(store_dir, ignore_errors=True)
-    t0 = time.perf_counter()
-    build_store(store_dir, [kb_dir / "kb.nt"], "nt")
-    out["load"] = {"seconds": round(time.perf_counter() - t0, 2), "disk_mb": round(_du(store_dir) / 2**20, 1)}
-    store = OxigraphStore(store_dir, timeout=timeout, cache_size=0)
+    out: dict[str, Any] = {"triples": summary["triples"], "questions": len(rows), "store": store_kind}
+    loader = _load_oxigraph if store_kind == "oxigraph" else _load_virtuoso
+    store, out["load"], close = loader(kb_dir, timeout)
     try:
-        rss0 = _current_rss_mb()
+        rss0, peak0 = _current_rss_mb(), _rss_mb()
         t0 = time.perf_counter()
         index = EntityIndex.build(store)
         seconds = time.perf_counter() - t0
@@ -102,10 +140,15 @@ def measure(kb_dir: Path, timeout: float, sample: int, path_entities: int) -> di
         out["entity_index"] = {
             "seconds": round(seconds, 2),
             "rss_growth_mb": round(_current_rss_mb() - rss0, 1),  # the index, held
+            "peak_growth_mb": round(_rss_mb() - peak0, 1),  # the build's peak above what came before
             "entities": len(index),
             **_ms(lookups),
         }
         del index
+        from kbqa_lit.kb.index.relation_inventory import RelationInventory
+        from kbqa_lit.pipelines.selection.answer_type import AnswerTypes
+        from kbqa_lit.pipelines.selection.path_fallback import PathFallback
+
         t0 = time.perf_counter()
         inv = RelationInventory.from_store(store, cache_path=kb_dir / "relations.json", refresh=True)
         out["relation_inventory"] = {"seconds": round(time.perf_counter() - t0, 3), "relations": len(inv)}
@@ -128,9 +171,27 @@ def measure(kb_dir: Path, timeout: float, sample: int, path_entities: int) -> di
             gold.append(result.elapsed)
         out["gold"] = {**_ms(gold), "failed": failed}
     finally:
-        store.close()
+        close()
     out["peak_rss_mb"] = round(_rss_mb(), 1)
     return out
+
+
+class _Counting:
+    """The store, counting the queries sent and the rows returned (a cost that does not depend on the machine)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store, self.identity, self.queries, self.rows = store, store.identity, 0, 0
+
+    def execute(self, sparql: str) -> Any:
+        result = self.store.execute(sparql)
+        self.queries, self.rows = self.queries + 1, self.rows + len(result.answers)
+        return result
+
+    def execute_many(self, queries: list[str]) -> list[Any]:
+        results = self.store.execute_many(queries)
+        self.queries += len(results)
+        self.rows += sum(len(r.answers) for r in results)
+        return results
 
 
 def _paths(store: Any, fallback: Any, rows: list[Any], summary: dict[str, Any], n: int) -> dict[str, Any]:
@@ -138,15 +199,18 @@ def _paths(store: Any, fallback: Any, rows: list[Any], summary: dict[str, Any], 
     hubs = [h for h, _ in summary["top_degrees"][:3]]
     res: dict[str, Any] = {}
     for label, entities in (("ordinary", ordinary), ("hub", hubs)):
-        times, counts, errors = [], [], 0
+        times, counts, errors, queries, read = [], [], 0, [], []
         for e in entities:
+            counting = _Counting(store)
             t1 = time.perf_counter()
-            paths, errs = fallback.paths(store, [e], mediators=True)
+            paths, errs = fallback.paths(counting, [e], mediators=True)
             times.append(time.perf_counter() - t1)
             counts.append(len(paths))
+            queries.append(counting.queries)
+            read.append(counting.rows)
             errors += bool(errs)
         res[label] = {**_ms(times), "max_s": round(max(times), 3), "paths_mean": round(statistics.mean(counts), 1)}
-        res[label]["failed"] = errors
+        res[label].update(failed=errors, queries_max=max(queries), rows_max=max(read))
     return res
 
 
@@ -154,7 +218,9 @@ STEPS = (
     ("load s", lambda m: m["load"]["seconds"]),
     ("store disk MB", lambda m: m["load"]["disk_mb"]),
     ("entity index build s", lambda m: m["entity_index"]["seconds"]),
-    ("entity index RSS growth MB", lambda m: m["entity_index"]["rss_growth_mb"]),
+    ("load peak RSS MB", lambda m: m["load"]["peak_rss_mb"] or 0),
+    ("entity index held MB", lambda m: m["entity_index"]["rss_growth_mb"]),
+    ("entity index build peak growth MB", lambda m: m["entity_index"]["peak_growth_mb"]),
     ("entity lookup p50 ms", lambda m: m["entity_index"]["p50_ms"]),
     ("entity lookup p99 ms", lambda m: m["entity_index"]["p99_ms"]),
     ("relation inventory s (per KB)", lambda m: m["relation_inventory"]["seconds"]),
@@ -165,21 +231,29 @@ STEPS = (
     ("paths ordinary p99 ms (per q)", lambda m: m["paths"]["ordinary"]["p99_ms"]),
     ("paths hub p50 ms (per q)", lambda m: m["paths"]["hub"]["p50_ms"]),
     ("paths hub max s (per q)", lambda m: m["paths"]["hub"]["max_s"]),
+    ("paths ordinary rows read, max", lambda m: m["paths"]["ordinary"].get("rows_max", 0)),
+    ("paths hub rows read, max", lambda m: m["paths"]["hub"].get("rows_max", 0)),
+    ("paths hub queries, max", lambda m: m["paths"]["hub"].get("queries_max", 0)),
     ("paths hub failed reads", lambda m: m["paths"]["hub"]["failed"]),
     ("gold query p50 ms", lambda m: m["gold"]["p50_ms"]),
     ("gold query p99 ms", lambda m: m["gold"]["p99_ms"]),
-    ("peak RSS MB (bench process)", lambda m: m["peak_rss_mb"]),
+    ("peak RSS MB (bench process, with torch)", lambda m: m["peak_rss_mb"]),
 )
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
-    """Step × size, with the growth factor between consecutive sizes."""
+    """Step × size (× store), with the growth factor between consecutive sizes of each store."""
     sizes = list(results)
-    head = ["step"] + sizes + [f"{a}→{b}" for a, b in zip(sizes, sizes[1:], strict=False)]
+    by_store: dict[str, list[str]] = {}
+    for key in sizes:
+        by_store.setdefault(results[key].get("store", "oxigraph"), []).append(key)
+    pairs = [(a, b) for keys in by_store.values() for a, b in zip(keys, keys[1:], strict=False)]
+    head = ["step"] + sizes + [f"{a}→{b}" for a, b in pairs]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, get in STEPS:
         vals = [get(results[s]) for s in sizes]
-        growth = [f"×{b / a:.1f}" if a else "–" for a, b in zip(vals, vals[1:], strict=False)]
+        by_key = dict(zip(sizes, vals, strict=True))
+        growth = [f"×{by_key[b] / by_key[a]:.1f}" if by_key[a] else "–" for a, b in pairs]
         lines.append("| " + " | ".join([name] + [f"{v:g}" for v in vals] + growth) + " |")
     return "\n".join(lines)
 
@@ -193,11 +267,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=60.0, help="store timeout per query, seconds")
     ap.add_argument("--sample", type=int, default=200, help="questions measured per size")
     ap.add_argument("--path-entities", type=int, default=20, help="ordinary entities whose paths are read")
+    ap.add_argument(
+        "--stores",
+        nargs="+",
+        choices=("oxigraph", "virtuoso"),
+        default=["oxigraph"],
+        help="stores measured (virtuoso: a fresh local Virtuoso 7 per size, needs virtuoso-t)",
+    )
+    ap.add_argument("--store", default="oxigraph", help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, default=None, help="JSON results file (default: print only)")
     ap.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child is not None:
-        print(json.dumps(measure(args.child, args.timeout, args.sample, args.path_entities)))
+        print(json.dumps(measure(args.child, args.timeout, args.sample, args.path_entities, args.store)))
         return 0
     results: dict[str, dict[str, Any]] = {}
     for size in args.sizes:
@@ -206,11 +288,13 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             write_scale_kb(kb_dir, triples=int(float(size)), seed=args.seed)
             print(f"generated {size} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
-        cmd = [sys.executable, __file__, "--child", str(kb_dir), "--timeout", str(args.timeout)]
-        cmd += ["--sample", str(args.sample), "--path-entities", str(args.path_entities)]
-        done = subprocess.run(cmd, check=True, capture_output=True, text=True)
-        results[size] = json.loads(done.stdout.strip().splitlines()[-1])
-        print(f"{size}: {json.dumps(results[size])}", file=sys.stderr)
+        for store in args.stores:
+            cmd = [sys.executable, __file__, "--child", str(kb_dir), "--timeout", str(args.timeout), "--store", store]
+            cmd += ["--sample", str(args.sample), "--path-entities", str(args.path_entities)]
+            done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+            key = size if store == "oxigraph" else f"{size} {store}"
+            results[key] = json.loads(done.stdout.strip().splitlines()[-1])
+            print(f"{key}: {json.dumps(results[key])}", file=sys.stderr)
     print(table(results))
     if args.out is not None:
         stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

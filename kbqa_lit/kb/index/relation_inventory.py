@@ -164,7 +164,11 @@ class RelationInventory:
 
     @classmethod
     def from_store(cls, store: Any, cache_path: str | Path | None = None, refresh: bool = False) -> RelationInventory:
-        """The inventory of a store (``SELECT DISTINCT ?p``), cached in a JSON file.
+        """The inventory of a store, cached in a JSON file.
+
+        A KB that describes its schema as Freebase does is asked for its ``type.property`` nodes
+        (:func:`schema_relations_query`, bounded by the ontology); any other KB is scanned once
+        (``SELECT DISTINCT ?p``).
 
         Args:
             store: An opened store (anything with ``execute(sparql)``; an ``OxigraphStore`` gives
@@ -187,7 +191,9 @@ class RelationInventory:
                     return cls(tuple(data["relations"]), source=identity)
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 log.warning("ignoring an unreadable relation inventory cache %s", cache)
-        result = store.execute("SELECT DISTINCT ?p WHERE { ?s ?p ?o }")
+        result = store.execute(schema_relations_query())  # Freebase's schema: bounded by the ontology
+        if not (result.ok and result.answers):  # no schema nodes: one scan of the KB (then cached)
+            result = store.execute("SELECT DISTINCT ?p WHERE { ?s ?p ?o }")
         if not result.ok:
             raise StoreError(f"could not list the relations of {identity}: {result.error}")
         inv = cls.from_relations(result.answers, source=identity)
@@ -284,6 +290,11 @@ def schema_classes_query(limit: int = CLASS_LIMIT) -> str:
     return f"SELECT ?c WHERE {{ ?c <{NS}{TYPE_RELATION}> <{NS}type.type> }} LIMIT {int(limit)}"
 
 
+def schema_relations_query(limit: int = CLASS_LIMIT) -> str:
+    """The bounded relation query: the schema's ``type.property`` nodes, ``LIMIT limit``."""
+    return f"SELECT ?p WHERE {{ ?p <{NS}{TYPE_RELATION}> <{NS}type.property> }} LIMIT {int(limit)}"
+
+
 def classes_cache_path(store_path: str | Path) -> Path:
     """The JSON file next to a store directory that caches its scanned classes: ``<store>.classes.json``."""
     p = Path(store_path)
@@ -345,5 +356,6 @@ __all__ = [
     "load_inventory",
     "recall_at",
     "schema_classes_query",
+    "schema_relations_query",
     "store_classes",
 ]
