@@ -117,9 +117,34 @@ def _load_virtuoso(kb_dir: Path, timeout: float) -> tuple[Any, dict[str, Any], A
     return store, load, close
 
 
+def _entity_index(store: Any, rows: list[Any]) -> dict[str, Any]:
+    """Build the entity index and time its lookups; a build that fails (its queries' timeout) is reported."""
+    from kbqa_lit.errors import StoreError
+    from kbqa_lit.kb.index.entity_index import EntityIndex
+
+    rss0, peak0 = _current_rss_mb(), _rss_mb()
+    t0 = time.perf_counter()
+    try:
+        index = EntityIndex.build(store)
+    except StoreError as exc:
+        return {"seconds": round(time.perf_counter() - t0, 2), "error": str(exc)[:300]}
+    seconds = time.perf_counter() - t0
+    lookups = []
+    for row in rows:
+        t1 = time.perf_counter()
+        index.search(row.question, top_l=10)
+        lookups.append(time.perf_counter() - t1)
+    return {
+        "seconds": round(seconds, 2),
+        "rss_growth_mb": round(_current_rss_mb() - rss0, 1),  # the index, held
+        "peak_growth_mb": round(_rss_mb() - peak0, 1),  # the build's peak above what came before
+        "entities": len(index),
+        **_ms(lookups),
+    }
+
+
 def measure(kb_dir: Path, timeout: float, sample: int, path_entities: int, store_kind: str) -> dict[str, Any]:
     """Measure every step on the KB in ``kb_dir`` (run in a child process; the encoder is not loaded)."""
-    from kbqa_lit.kb.index.entity_index import EntityIndex
     from kbqa_lit.kb.store.execute import run_sexpr
 
     summary = json.loads((kb_dir / "summary.json").read_text())
@@ -128,23 +153,7 @@ def measure(kb_dir: Path, timeout: float, sample: int, path_entities: int, store
     loader = _load_oxigraph if store_kind == "oxigraph" else _load_virtuoso
     store, out["load"], close = loader(kb_dir, timeout)
     try:
-        rss0, peak0 = _current_rss_mb(), _rss_mb()
-        t0 = time.perf_counter()
-        index = EntityIndex.build(store)
-        seconds = time.perf_counter() - t0
-        lookups = []
-        for row in rows:
-            t1 = time.perf_counter()
-            index.search(row.question, top_l=10)
-            lookups.append(time.perf_counter() - t1)
-        out["entity_index"] = {
-            "seconds": round(seconds, 2),
-            "rss_growth_mb": round(_current_rss_mb() - rss0, 1),  # the index, held
-            "peak_growth_mb": round(_rss_mb() - peak0, 1),  # the build's peak above what came before
-            "entities": len(index),
-            **_ms(lookups),
-        }
-        del index
+        out["entity_index"] = _entity_index(store, rows)
         from kbqa_lit.kb.index.relation_inventory import RelationInventory
         from kbqa_lit.pipelines.selection.answer_type import AnswerTypes
         from kbqa_lit.pipelines.selection.path_fallback import PathFallback
@@ -241,6 +250,13 @@ STEPS = (
 )
 
 
+def _get(get: Any, m: dict[str, Any]) -> float:
+    try:
+        return float(get(m))
+    except (KeyError, TypeError):
+        return float("nan")  # the step failed (e.g. its query timed out): see the JSON
+
+
 def table(results: dict[str, dict[str, Any]]) -> str:
     """Step × size (× store), with the growth factor between consecutive sizes of each store."""
     sizes = list(results)
@@ -251,9 +267,9 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     head = ["step"] + sizes + [f"{a}→{b}" for a, b in pairs]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, get in STEPS:
-        vals = [get(results[s]) for s in sizes]
+        vals = [_get(get, results[s]) for s in sizes]
         by_key = dict(zip(sizes, vals, strict=True))
-        growth = [f"×{by_key[b] / by_key[a]:.1f}" if by_key[a] else "–" for a, b in pairs]
+        growth = [f"×{by_key[b] / by_key[a]:.1f}" if by_key[a] and by_key[a] == by_key[a] else "–" for a, b in pairs]
         lines.append("| " + " | ".join([name] + [f"{v:g}" for v in vals] + growth) + " |")
     return "\n".join(lines)
 
@@ -291,7 +307,10 @@ def main(argv: list[str] | None = None) -> int:
         for store in args.stores:
             cmd = [sys.executable, __file__, "--child", str(kb_dir), "--timeout", str(args.timeout), "--store", store]
             cmd += ["--sample", str(args.sample), "--path-entities", str(args.path_entities)]
-            done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+            done = subprocess.run(cmd, check=False, capture_output=True, text=True)
+            if done.returncode != 0:
+                print(done.stderr[-3000:], file=sys.stderr)
+                raise SystemExit(f"measuring {size} on {store} failed (exit {done.returncode})")
             key = size if store == "oxigraph" else f"{size} {store}"
             results[key] = json.loads(done.stdout.strip().splitlines()[-1])
             print(f"{key}: {json.dumps(results[key])}", file=sys.stderr)
