@@ -9,6 +9,8 @@ decomposition whose sub-questions are the wordings the decomposer was trained to
 first template, :meth:`~kbqa_lit.data.keqing.templates.TemplateBank.step_template`; chain texts for
 ``target: chains``) and whose seeds are the question's entity seeds or earlier answers. It needs a
 local model (:class:`~kbqa_lit.llm.hf_backend.HFCausalLMBackend`); a served one has no logits here.
+There is no token-budget guard: an output that ``max_new_tokens`` cuts before its closing ``]`` is
+parsed as the decomposer's outputs always are (closed when truncated, or recorded as a failure).
 """
 
 from __future__ import annotations
