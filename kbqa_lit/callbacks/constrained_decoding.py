@@ -137,6 +137,7 @@ class ConstrainedDecoding:
             num_beams=self.num_beams,
             prefix_length=1 if encoder_decoder else int(batch["input_ids"].shape[1]),
             max_new_tokens=self.max_new_tokens,
+            budget_top_k=2 * self.num_beams,  # generate's beam search takes the 2 * num_beams best tokens
         )
 
     def edges(self, kb: Any, entity_ids: Sequence[str]) -> dict[str, tuple[frozenset[str], frozenset[str]]]:

@@ -131,6 +131,29 @@ class SExprGrammar:
         self._datatypes = PhraseVocab(datatypes)
         self._vocab_cache: dict[tuple[str, Context], RoleVocab] = {}
         self._opts_cache: dict[Hashable, WordOptions] = {}
+        self._datatype_phrases = tuple(datatypes)
+        #: Steps so far that opened an entity bracket: the one step whose result depends on more than
+        #: :meth:`share_key` says (the question's entity labels); a caller sharing caches watches it.
+        self.private_steps = 0
+
+    def share_key(self) -> Hashable | None:
+        """A key equal for grammars that answer alike up to :attr:`private_steps` (``None``: share nothing).
+
+        Context-free grammars whose rule sets all have a ``share_key`` (:class:`BaseRules` and
+        :class:`EntityRules` by value: bare words, whether labels exist; :class:`SchemaRules` by
+        identity) share one: options, closings and steps of states outside entity brackets are then
+        the same for every question, and a state inside an entity bracket holds that question's
+        label vocabulary, so it is never equal to another question's.
+        """
+        if not self.context_free:
+            return None
+        keys = []
+        for rule in self.rules:
+            key = getattr(rule, "share_key", None)
+            if not callable(key):
+                return None
+            keys.append(key())
+        return (tuple(keys), self._datatype_phrases)
 
     # -- public API ----------------------------------------------------------------------
     def start(self) -> State:
@@ -344,6 +367,8 @@ class SExprGrammar:
         if word == "[":
             roles = _BRACKET_ROLES.get(expected, ())
             alts = tuple((r, vocab, vocab.start()) for r in roles for vocab in self.vocab(r, context).brackets)
+            if any(r == "entity" for r, _, _ in alts):
+                self.private_steps += 1
             return (frames, ("br", alts, "")) if alts else None
         if expected == ARG and word in self.vocab("entity", context).bare:
             return self._close_atom(frames, ("entity", word))
@@ -436,19 +461,6 @@ __all__ = [
     "SExprGrammar",
     "SchemaRules",
     "Vocab",
-    "WordOptions",
-    "entity_bracket",
-]
-
-
-__all__ = [
-    "BaseRules",
-    "EntityRules",
-    "OpenWord",
-    "PhraseVocab",
-    "RoleVocab",
-    "SExprGrammar",
-    "SchemaRules",
     "WordOptions",
     "entity_bracket",
 ]

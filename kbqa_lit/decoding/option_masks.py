@@ -18,6 +18,8 @@ from kbqa_lit.decoding.tokens import TokenIndex, WordTrie
 
 #: Bytes of dense boolean masks the cache holds at most (entries: this over the vocabulary size; cleared when full).
 _MASK_BUDGET = 64_000_000
+#: Entries the grammars' common tables hold at most, all keys together (cleared when full).
+_COMMON_BUDGET = 2_000_000
 
 
 class OptionMasks:
@@ -34,6 +36,22 @@ class OptionMasks:
         self.masks: dict[Any, torch.Tensor] = {}
         self.eos = index.mask([index.eos_id])
         self.limit = max(1024, _MASK_BUDGET // max(1, index.vocab_size))
+        self.common: dict[Any, dict[str, dict[Any, Any]]] = {}
+        self.common_entries = 0
+
+    def common_tables(self, key: Any) -> dict[str, dict[Any, Any]]:
+        """The caches every grammar with the share key ``key`` uses (see the processor's ``_Tables``)."""
+        return self.common.setdefault(key, {})
+
+    def add_common(self, tables: dict[str, dict[Any, Any]], name: str, key: Any, value: Any) -> None:
+        """Store ``value`` in one of the common ``tables``; all of them are emptied past ``_COMMON_BUDGET`` entries."""
+        if self.common_entries >= _COMMON_BUDGET:
+            for held in self.common.values():
+                for table in held.values():
+                    table.clear()
+            self.common_entries = 0
+        tables.setdefault(name, {})[key] = value
+        self.common_entries += 1
 
     def trie(self, opts: Any) -> WordTrie:
         """The token-id trie of the closed words of ``opts``."""

@@ -72,22 +72,67 @@ class WordGrammar(Protocol):
         ...
 
 
+_MISS = object()
+
+
 class _Tables:
-    """Caches of one grammar: grammar steps, closings and masks per row state (masks from :class:`OptionMasks`)."""
+    """Caches of one grammar: grammar steps, closings and masks per row state (masks from :class:`OptionMasks`).
+
+    Each cache has two parts. The *common* part is kept on :class:`OptionMasks` by the grammar's
+    ``share_key()`` (``None``: the grammar shares nothing) and serves every grammar with the same
+    key: every question whose grammar differs from another only through the steps its
+    ``private_steps`` counts (an S-expression grammar: the question's entity labels, met only when
+    an entity bracket is opened), in every batch. The *private* part holds what was computed through such a
+    step. A value is private when its computation reported a private step or read a private value.
+    """
 
     def __init__(self, grammar: WordGrammar, shared: OptionMasks) -> None:
         self.grammar = grammar
         self.shared = shared
         self.index = shared.index
-        self.masks: dict[Any, torch.Tensor] = {}
-        self.words: dict[Any, str | None] = {}
-        self.steps: dict[Any, Hashable | None] = {}
-        self.closings: dict[Any, tuple[int, ...] | None] = {}
-        self.finishes: dict[Any, tuple[int, ...] | None] = {}
-        self.budgeted: dict[Any, torch.Tensor] = {}
-        self.reaches: dict[Any, int] = {}
-        self.longests: dict[Any, int] = {}
+        key = grammar.share_key() if callable(getattr(grammar, "share_key", None)) else None  # type: ignore[attr-defined]
+        self._sharing = key is not None
+        self.common: dict[str, dict[Any, Any]] = shared.common_tables(key) if key is not None else {}
+        self.private: dict[str, dict[Any, Any]] = {}
+        self._touched = False
         self._closing_word = getattr(grammar, "closing_word", None)
+
+    def _grammar_step(self, gstate: Hashable, word: str) -> Hashable | None:
+        """``grammar.step``, noting a private step (the grammar's ``private_steps`` moved)."""
+        before = getattr(self.grammar, "private_steps", 0)
+        found = self.grammar.step(gstate, word)
+        if getattr(self.grammar, "private_steps", 0) != before:
+            self._touched = True
+        return found
+
+    def entries(self, name: str) -> int:
+        """How many values the cache ``name`` holds for this grammar (common and private parts)."""
+        return len(self.common.get(name, {})) + len(self.private.get(name, {}))
+
+    def _get(self, name: str, key: Any) -> Any:
+        """A cached value (private first; a private hit makes the running computation private), else ``_MISS``."""
+        found = self.private.get(name)
+        if found is not None and key in found:
+            self._touched = True
+            return found[key]
+        common = self.common.get(name)
+        if common is not None and key in common:
+            return common[key]
+        return _MISS
+
+    def _put(self, name: str, key: Any, value: Any) -> None:
+        """Store ``value`` privately when the running computation is private, else in the common part."""
+        if self._touched or not self._sharing:
+            self.private.setdefault(name, {})[key] = value
+        else:
+            self.shared.add_common(self.common, name, key, value)
+
+    def _enter(self) -> bool:
+        outer, self._touched = self._touched, False
+        return outer
+
+    def _leave(self, outer: bool) -> None:
+        self._touched = self._touched or outer
 
     def trie(self, opts: WordOptionsLike) -> WordTrie:
         return self.shared.trie(opts)
@@ -99,14 +144,20 @@ class _Tables:
     def step(self, gstate: Hashable, word: str) -> Hashable | None:
         """The grammar's state after ``word`` (memoised)."""
         key = (gstate, word)
-        if key not in self.steps:
-            self.steps[key] = self.grammar.step(gstate, word)
-        return self.steps[key]
+        found = self._get("steps", key)
+        if found is _MISS:
+            outer = self._enter()
+            found = self._grammar_step(gstate, word)
+            self._put("steps", key, found)
+            self._leave(outer)
+        return found
 
     def word(self, gstate: Hashable, wt: tuple[int, ...]) -> str | None:
         """The allowed word that the tokens ``wt`` spell in ``gstate`` (``None``: not a whole word)."""
         key = (gstate, wt)
-        if key not in self.words:
+        word = self._get("words", key)
+        if word is _MISS:
+            outer = self._enter()
             opts = self.grammar.options(gstate)
             trie = self.trie(opts)
             node = trie.walk(wt)
@@ -114,8 +165,9 @@ class _Tables:
             if word is None:
                 text = self.index.text_of(wt)
                 word = text if any(c.word.fullmatch(text) for c in opts.open) else None
-            self.words[key] = word
-        return self.words[key]
+            self._put("words", key, word)
+            self._leave(outer)
+        return word
 
     def advance(self, state: tuple[Any, ...], tok: int) -> tuple[Any, ...]:
         """The row state after one more token."""
@@ -136,14 +188,25 @@ class _Tables:
         Built one closing word at a time when the grammar has ``closing_word`` (each state on the
         way is memoised, so a new state costs one grammar step), else from ``closing``.
         """
-        if gstate in self.closings:
-            return self.closings[gstate]
+        found = self._get("closings", gstate)
+        if found is not _MISS:
+            return found
+        outer = self._enter()
+        try:
+            return self._closing(gstate, limit)
+        finally:
+            self._leave(outer)
+
+    def _closing(self, gstate: Hashable, limit: int) -> tuple[int, ...] | None:
         if self._closing_word is None:
+            before = getattr(self.grammar, "private_steps", 0)
             words = self.grammar.closing(gstate) if hasattr(self.grammar, "closing") else None
+            self._touched = self._touched or getattr(self.grammar, "private_steps", 0) != before
             ids = [self.index.word_ids(w) for w in words or ()]
             ok = words is not None and all(i is not None for i in ids)
-            self.closings[gstate] = tuple(t for i in ids for t in i or ()) + (self.index.eos_id,) if ok else None
-            return self.closings[gstate]
+            found = tuple(t for i in ids for t in i or ()) + (self.index.eos_id,) if ok else None
+            self._put("closings", gstate, found)
+            return found
         walk: list[tuple[Hashable, tuple[int, ...]]] = []  # (state, the tokens of its closing word)
         seen: set[Hashable] = set()
         state: Hashable | None = gstate
@@ -151,12 +214,13 @@ class _Tables:
         while True:
             if state is None or state in seen or len(walk) > limit:
                 break  # no closing (a dead end, a cycle, or longer than the grammar's limit)
-            if state in self.closings:
-                tail = self.closings[state]
+            known = self._get("closings", state)
+            if known is not _MISS:
+                tail = known
                 break
             if self.grammar.complete(state):
                 tail = (self.index.eos_id,)
-                self.closings[state] = tail
+                self._put("closings", state, tail)
                 break
             seen.add(state)
             word = self._closing_word(state)
@@ -167,15 +231,19 @@ class _Tables:
                 continue
             walk.append((state, ids))
             state = self.step(state, word)
-        for state, ids in reversed(walk):
+        found = tail if not walk else None
+        for state, ids in reversed(walk):  # every state on the walk: private when any step was
             tail = None if tail is None or (not ids) else ids + tail
-            self.closings[state] = tail
-        return self.closings[gstate]
+            self._put("closings", state, tail)
+            found = tail
+        return found
 
     def finish(self, state: tuple[Any, ...]) -> tuple[int, ...] | None:
         """A short token path from a row state to EOS (``None``: none known)."""
-        if state in self.finishes:
-            return self.finishes[state]
+        path = self._get("finishes", state)
+        if path is not _MISS:
+            return path
+        outer = self._enter()
         path = None
         if state is not _DEAD:
             gstate, wt = state
@@ -196,7 +264,8 @@ class _Tables:
                             path = (*tail, tok, *rest)
                             break
                         queue.append((child, (*tail, tok)))
-        self.finishes[state] = path
+        self._put("finishes", state, path)
+        self._leave(outer)
         return path
 
     def reach(self, gstate: Hashable) -> int:
@@ -205,8 +274,9 @@ class _Tables:
         The word's tokens, then the grammar's closing (EOS included), maximised over the closed
         words allowed in ``gstate`` (0 when none has a closing). Open words are not counted.
         """
-        found = self.reaches.get(gstate)
-        if found is None:
+        found = self._get("reaches", gstate)
+        if found is _MISS:
+            outer = self._enter()
             found = 0
             for word in self.grammar.options(gstate).words:
                 ids = self.index.word_ids(word)
@@ -214,7 +284,8 @@ class _Tables:
                 rest = self.closing(g2) if g2 is not None else None
                 if rest is not None:
                     found = max(found, len(ids) + len(rest))  # type: ignore[arg-type]
-            self.reaches[gstate] = found
+            self._put("reaches", gstate, found)
+            self._leave(outer)
         return found
 
     def longest(self, state: tuple[Any, ...]) -> int:
@@ -224,8 +295,9 @@ class _Tables:
         relation spelled in many tokens, a bracket that must be filled) can lengthen the way to
         the end by far more than one token.
         """
-        found = self.longests.get(state)
-        if found is None:
+        found = self._get("longests", state)
+        if found is _MISS:
+            outer = self._enter()
             found = 0
             if state is not _DEAD:
                 gstate, wt = state
@@ -234,63 +306,106 @@ class _Tables:
                 g2 = self.step(gstate, word) if word is not None else None
                 if g2 is not None:
                     found = max(found, self.reach(g2))  # a next word after the current one
-            self.longests[state] = found
+            self._put("longests", state, found)
+            self._leave(outer)
         return found
 
-    def budget_mask(self, state: tuple[Any, ...], left: int) -> torch.Tensor:
-        """:meth:`mask` restricted to tokens after which the expression can still end within ``left`` tokens."""
-        key = (state, left)
-        found = self.budgeted.get(key)
-        if found is None:
-            eos, index = self.index.eos_id, self.index
-            keep: list[int] = []
-            same: bool | None = None  # an open word that stays open: its way to the end stays as long
+    def _guard_parts(self, state: tuple[Any, ...]) -> tuple[dict[int, int], int | None, dict[int, int], list[Any]]:
+        """What the budget guard reads of a row state, computed once per state.
+
+        Returns ``(closed, same, first, free)``: the trie children that continue the current
+        closed word; the length of the way to the end when the current word is an open word of a
+        free class that may stay open (``None`` otherwise: its way to the end stays as long); the
+        first tokens of the closed words allowed next and the free open classes allowed next.
+        """
+        found = self._get("guards", state)
+        if found is _MISS:
+            outer = self._enter()
             closed: dict[int, int] = {}
-            starts: tuple[dict[int, int], list[OpenWordClass]] = ({}, [])
+            same: int | None = None
+            first: dict[int, int] = {}
+            free: list[Any] = []
             if state is not _DEAD:
                 gstate, wt = state
                 opts = self.grammar.options(gstate)
                 node = self.trie(opts).walk(wt) if wt else None
                 closed = self.trie(opts).children[node] if node is not None else {}
                 now = self.finish(state)
-                text = index.text_of(wt)
+                text = self.index.text_of(wt)
                 if wt and now is not None and any(c.free and c.word.fullmatch(text) for c in opts.open):
-                    same = len(now) <= left - 1
+                    same = len(now)
                 word = self.word(gstate, wt) if wt else None
                 g2 = self.step(gstate, word) if word is not None else (None if wt else gstate)
                 if g2 is not None:  # words that may start next: one representative per free open class
                     nxt = self.grammar.options(g2)
-                    starts = (self.trie(nxt).children[0], [c for c in nxt.open if c.free])
-            fits: dict[str, bool] = {}
-            for t in self.mask(state).nonzero().flatten().tolist():
-                if t == eos:
-                    keep.append(t)
-                    continue
-                if not index.is_start[t] and same is not None and t not in closed:
-                    fit = same
-                elif index.is_start[t] and t not in starts[0] and starts[1]:
-                    cls = next((c for c in starts[1] if c.word.fullmatch(index.text[t])), None)
-                    if cls is not None and cls.name in fits:
-                        fit = fits[cls.name]
-                    else:
-                        fit = (f := self.finish(self.advance(state, t))) is not None and len(f) <= left - 1
-                        if cls is not None:
-                            fits[cls.name] = fit
-                else:
-                    fit = (f := self.finish(self.advance(state, t))) is not None and len(f) <= left - 1
-                if fit:
-                    keep.append(t)
-            if not keep:
-                path = self.finish(state)
-                keep = [path[0] if path else eos]
-            found = self.budgeted[key] = self.index.mask(keep)
+                    first, free = self.trie(nxt).children[0], [c for c in nxt.open if c.free]
+            found = (closed, same, first, free)
+            self._put("guards", state, found)
+            self._leave(outer)
+        return found
+
+    def need(self, state: tuple[Any, ...], tok: int) -> int | None:
+        """The length of a short way to EOS after ``tok`` (``None``: none known), memoised per state and token.
+
+        Tokens that keep a free open word open count as the current way to the end; the tokens that
+        start a word of a free open class count as the first such token asked about (a free class's
+        words all end the same way).
+        """
+        key = (state, tok)
+        found = self._get("needs", key)
+        if found is not _MISS:
+            return found
+        outer = self._enter()
+        closed, same, first, free = self._guard_parts(state)
+        index = self.index
+        cls = None
+        if not index.is_start[tok] and same is not None and tok not in closed:
+            found: int | None = same
+        else:
+            if index.is_start[tok] and tok not in first and free:
+                cls = next((c for c in free if c.word.fullmatch(index.text[tok])), None)
+            known = self._get("class_needs", (state, cls.name)) if cls is not None else _MISS
+            if known is not _MISS:
+                found = known
+            else:
+                path = self.finish(self.advance(state, tok))
+                found = None if path is None else len(path)
+                if cls is not None:
+                    self._put("class_needs", (state, cls.name), found)
+        self._put("needs", key, found)
+        self._leave(outer)
+        return found
+
+    def fits(self, state: tuple[Any, ...], tok: int, left: int) -> bool:
+        """Whether the expression can still end within ``left`` tokens after ``tok`` (EOS always fits)."""
+        if tok == self.index.eos_id:
+            return True
+        found = self.need(state, tok)
+        return found is not None and found <= left - 1
+
+    def fallback(self, state: tuple[Any, ...]) -> int:
+        """The token a row takes when no allowed token fits its budget: the start of its way to the end, or EOS."""
+        path = self.finish(state)
+        return path[0] if path else self.index.eos_id
+
+    def budget_mask(self, state: tuple[Any, ...], left: int) -> torch.Tensor:
+        """:meth:`mask` restricted to tokens after which the expression can still end within ``left`` tokens."""
+        key = (state, left)
+        found = self._get("budgeted", key)
+        if found is _MISS:
+            outer = self._enter()
+            keep = [t for t in self.mask(state).nonzero().flatten().tolist() if self.fits(state, t, left)]
+            found = self.index.mask(keep or [self.fallback(state)])
+            self._put("budgeted", key, found)
+            self._leave(outer)
         return found
 
     def mask(self, state: tuple[Any, ...]) -> torch.Tensor:
         """The allowed next tokens of a row state (EOS at least)."""
-        found = self.masks.get(state)
-        if found is not None:
+        found = self._get("masks", state)
+        if found is not _MISS:
             return found
+        outer = self._enter()
         if state is _DEAD:
             found = self.shared.eos
         else:
@@ -308,7 +423,8 @@ class _Tables:
                 then = None if g2 is None else self.grammar.options(g2)
                 eos = g2 is not None and self.grammar.complete(g2)
                 found = self.shared.word_mask(opts, node, text, then, eos)
-        self.masks[state] = found
+        self._put("masks", state, found)
+        self._leave(outer)
         return found
 
 
@@ -331,6 +447,12 @@ class GrammarLogitsProcessor(LogitsProcessor):
         budget_window: The last tokens of the budget in which the guard also bounds the longest
             way to the end (a bracket spelled in many tokens); earlier it costs time and never
             fires unless a single word's way to the end is longer than the window.
+        budget_top_k: How many of a guarded row's best-scoring tokens a search can take (beam
+            search: ``2 * num_beams``, ``generate``'s ``beams_to_keep``; greedy: 1). When set, the
+            guard checks tokens in score order until that many fit instead of checking every
+            allowed token, and the row's other tokens become ``-inf``: the search picks exactly
+            what it would pick under the full check, at a fraction of the cost. ``None`` (the
+            default) checks every allowed token, which sampling needs.
     """
 
     def __init__(
@@ -342,6 +464,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
         max_new_tokens: int | None = None,
         budget_slack: int = 16,
         budget_window: int = 48,
+        budget_top_k: int | None = None,
     ) -> None:
         self.index = index if isinstance(index, TokenIndex) else TokenIndex(index)
         self.grammars = [grammars] if hasattr(grammars, "options") else list(grammars)  # type: ignore[arg-type]
@@ -352,6 +475,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
         self.max_new_tokens = None if max_new_tokens is None else int(max_new_tokens)
         self.budget_slack = int(budget_slack)
         self.budget_window = int(budget_window)
+        self.budget_top_k = None if budget_top_k is None else max(1, int(budget_top_k))
         shared = option_masks(self.index)
         tables: dict[int, _Tables] = {}
         self._tables = [tables.setdefault(id(g), _Tables(g, shared)) for g in self.grammars]
@@ -382,34 +506,75 @@ class GrammarLogitsProcessor(LogitsProcessor):
         return state
 
     def row_masks(self, input_ids: torch.LongTensor) -> torch.Tensor:
-        """The ``[rows, vocab]`` boolean mask of allowed next tokens."""
+        """The ``[rows, vocab]`` boolean mask of allowed next tokens (the budget guard's full check)."""
+        masks, guarded = self._plan(input_ids)
+        for r, tables, state, left in guarded:
+            masks[r] = tables.budget_mask(state, left)
+        return torch.stack(masks)
+
+    def _plan(self, input_ids: torch.LongTensor) -> tuple[list[torch.Tensor], list[tuple[int, _Tables, Any, int]]]:
+        """Each row's grammar mask, and the rows the budget guard must check: ``(row, tables, state, left)``."""
         rows = input_ids.tolist()
         states: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
-        masks = []
+        masks: list[torch.Tensor] = []
+        guarded: list[tuple[int, _Tables, Any, int]] = []
         for r, ids in enumerate(rows):
             tables = self._tables_of(r)
             seq = tuple(ids[self.prefix_length :])
             state = self._state(r, tables, seq)
             states[(r // self.num_beams, seq)] = state
-            left = None if self.max_new_tokens is None else self.max_new_tokens - len(seq)
-            path = tables.finish(state) if left is not None else None
-            if (
-                path is not None
-                and left is not None
-                and (
-                    len(path) + self.budget_slack >= left
-                    or (left <= self.budget_window and tables.longest(state) >= left)
-                )
+            masks.append(tables.mask(state))
+            if self.max_new_tokens is None:
+                continue
+            left = self.max_new_tokens - len(seq)
+            path = tables.finish(state)
+            if path is not None and (
+                len(path) + self.budget_slack >= left or (left <= self.budget_window and tables.longest(state) >= left)
             ):
-                masks.append(tables.budget_mask(state, left))
-            else:
-                masks.append(tables.mask(state))
+                guarded.append((r, tables, state, left))
         self._states = states  # only the last step's prefixes are needed next
-        return torch.stack(masks)
+        return masks, guarded
+
+    def _guard_top(self, scores: torch.FloatTensor, out: torch.FloatTensor, guarded: list[Any]) -> None:
+        """Keep, in each guarded row of ``out``, only its best tokens that fit the budget (``budget_top_k`` of them)."""
+        k = int(self.budget_top_k or 1)
+        width = out.shape[-1]
+        rows = [g[0] for g in guarded]
+        first = min(width, 2 * k)
+        order = out[rows].topk(first, dim=-1)
+        tops, top_scores = order.indices.tolist(), order.values.tolist()
+        keep_rows: list[list[int]] = []
+        for i, (r, tables, state, left) in enumerate(guarded):
+            keep: list[int] = []
+            cand, vals, n = tops[i], top_scores[i], first
+            while True:
+                for t, v in zip(cand, vals, strict=True):
+                    if v == float("-inf"):
+                        break
+                    if tables.fits(state, t, left):
+                        keep.append(t)
+                        if len(keep) >= k:
+                            break
+                if len(keep) >= k or n >= width or vals[-1] == float("-inf"):
+                    break
+                more = out[r].topk(min(width, 2 * n))  # fewer than k fit among the first n: look further
+                cand, vals = more.indices.tolist()[n:], more.values.tolist()[n:]
+                n = min(width, 2 * n)
+            keep_rows.append(keep or [tables.fallback(state)])
+        out[rows] = float("-inf")
+        for r, keep in zip(rows, keep_rows, strict=True):
+            ids = torch.as_tensor(keep, dtype=torch.long, device=out.device)
+            out[r, ids] = scores[r, ids]
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         """Set the scores of disallowed tokens to ``-inf``."""
-        return masked_scores(scores, self.row_masks(input_ids))
+        if self.budget_top_k is None:
+            return masked_scores(scores, self.row_masks(input_ids))
+        masks, guarded = self._plan(input_ids)
+        out = masked_scores(scores, torch.stack(masks))
+        if guarded:
+            self._guard_top(scores, out, guarded)
+        return out
 
 
 def masked_scores(scores: torch.FloatTensor, allowed: torch.Tensor) -> torch.FloatTensor:

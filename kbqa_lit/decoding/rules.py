@@ -253,6 +253,10 @@ class BaseRules:
         """The free vocabulary of ``role``."""
         return self._vocab.get(role)
 
+    def share_key(self) -> Hashable:
+        """Equal for base rules that answer alike (the same bare words)."""
+        return ("base", self._vocab["entity"].bare)
+
 
 class SchemaRules:
     """Relations (and classes, when given) restricted to an inventory of schema ids.
@@ -275,6 +279,10 @@ class SchemaRules:
     def vocab(self, role: str, context: Context) -> RoleVocab | None:
         """The inventory's vocabulary for ``relation`` (and ``class``)."""
         return self._vocab.get(role)
+
+    def share_key(self) -> Hashable:
+        """This rule set itself (its vocabularies stand in grammar states, so only it answers alike)."""
+        return ("schema", self)
 
 
 def entity_bracket(entity_id: str, label: str | None) -> str:
@@ -300,3 +308,7 @@ class EntityRules:
     def vocab(self, role: str, context: Context) -> RoleVocab | None:
         """The given labels and slots for ``entity``."""
         return self._vocab if role == "entity" else None
+
+    def share_key(self) -> Hashable:
+        """The slots and whether there are labels: all that grammar states outside entity brackets depend on."""
+        return ("entity", self._vocab.bare, bool(self._vocab.brackets))

@@ -176,7 +176,7 @@ def test_memoised_closings_equal_the_grammars_closing_walk(tok) -> None:
         words = grammar.closing(state)
         want = None if words is None else tuple(t for w in words for t in index.word_ids(w)) + (index.eos_id,)
         assert tables.closing(state) == want, state
-    assert tables.closing(grammar.start()) is not None and len(tables.closings) > len(TARGETS)
+    assert tables.closing(grammar.start()) is not None and tables.entries("closings") > len(TARGETS)
 
 
 def test_masks_shared_across_batches_equal_masks_of_a_fresh_index(tok) -> None:

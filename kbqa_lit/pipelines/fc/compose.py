@@ -138,7 +138,11 @@ class ComposerStage:
             if not grammars:
                 return None
             return GrammarLogitsProcessor(
-                self._token_index(), grammars[start:stop], num_beams=self.num_beams, max_new_tokens=self.max_new_tokens
+                self._token_index(),
+                grammars[start:stop],
+                num_beams=self.num_beams,
+                max_new_tokens=self.max_new_tokens,
+                budget_top_k=2 * self.num_beams,  # generate's beam search takes the 2 * num_beams best tokens
             )
 
         found = generate_beams(
