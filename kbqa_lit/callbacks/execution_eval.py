@@ -98,8 +98,8 @@ class ExecutionGuidedEval(EvalBatchCallback):
         answer_type_threshold: The cosine between the noun and a class's words that counts as
             that kind.
         early_stopping: ``generate``'s stopping rule: ``True`` once ``num_beams`` beams finished,
-            ``False`` by its heuristic, ``"never"``; ``None``: ``True`` for free decoding, ``False``
-            under constraints (where ``True`` is cheaper and may cut off a better, longer beam).
+            ``False`` by its heuristic, ``"never"``; ``None``: the module's default (``False`` for
+            ``generate_lf``, free or constrained: ``True`` is cheaper but cuts off longer, better beams).
 
     Raises:
         UserInputError: When ``answer_model`` is not a file, or for an unknown form or extension.

@@ -82,10 +82,11 @@ def test_generate_lf_and_answer(dm, batch) -> None:
         m.generate_lf(batch, num_beams=2, num_return_sequences=3)
 
 
-def test_constrained_search_does_not_stop_at_the_first_finished_beams(dm, batch, monkeypatch) -> None:
-    """With a logits processor, the beam search stops by ``generate``'s heuristic, not at ``num_beams``
-    finished beams: under a strict rule set short beams finish first, and stopping there dropped the
-    longer, better 2- and 3-hop beams on MetaQA (``schema`` mode). Without one, the search is unchanged."""
+def test_beam_search_does_not_stop_at_the_first_finished_beams(dm, batch, monkeypatch) -> None:
+    """Free or constrained, the beam search stops by ``generate``'s heuristic, not at ``num_beams`` finished
+    beams: short beams finish first, and stopping there dropped the longer, better 2- and 3-hop beams on
+    MetaQA (``schema`` mode) and cost free decoding F1 0.889 -> 0.600 on the quickstart's validation split.
+    A caller's ``early_stopping`` is passed on as it is."""
     from transformers import LogitsProcessorList
 
     m = make_module(dm).eval()
@@ -100,7 +101,8 @@ def test_constrained_search_does_not_stop_at_the_first_finished_beams(dm, batch,
     m.generate_lf(batch, num_beams=3, num_return_sequences=2, max_new_tokens=6)
     m.generate_lf(batch, num_beams=3, num_return_sequences=2, max_new_tokens=6, logits_processor=LogitsProcessorList())
     m.generate_lf(batch, num_beams=1, num_return_sequences=1, max_new_tokens=6, logits_processor=LogitsProcessorList())
-    assert [k.get("early_stopping") for k in seen] == [True, False, None]
+    m.generate_lf(batch, num_beams=3, num_return_sequences=2, max_new_tokens=6, early_stopping=True)
+    assert [k.get("early_stopping") for k in seen] == [False, False, None, True]
 
 
 def test_optimizer_groups_skip_bias_and_layernorm(dm) -> None:
