@@ -43,6 +43,8 @@ from kbqa_lit.decoding.option_masks import OptionMasks, option_masks
 from kbqa_lit.decoding.tokens import OpenWordClass, TokenIndex, WordTrie
 
 _DEAD = ("<dead>",)
+#: A row the budget guard checks: ``(row, its tables, its state, tokens left)``.
+_Guarded = tuple[int, "_Tables", Any, int]
 
 
 class WordOptionsLike(Protocol):
@@ -480,6 +482,8 @@ class GrammarLogitsProcessor(LogitsProcessor):
         tables: dict[int, _Tables] = {}
         self._tables = [tables.setdefault(id(g), _Tables(g, shared)) for g in self.grammars]
         self._states: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
+        #: The last step's rows by prefix, beam scores and returned scores (the beam scores of the next step).
+        self._last: tuple[dict[tuple[int, Any], int], torch.Tensor, torch.Tensor] | None = None
 
     def _tables_of(self, row: int) -> _Tables:
         example = row // self.num_beams
@@ -507,22 +511,24 @@ class GrammarLogitsProcessor(LogitsProcessor):
 
     def row_masks(self, input_ids: torch.LongTensor) -> torch.Tensor:
         """The ``[rows, vocab]`` boolean mask of allowed next tokens (the budget guard's full check)."""
-        masks, guarded = self._plan(input_ids)
+        masks, guarded, _ = self._plan(input_ids)
         for r, tables, state, left in guarded:
             masks[r] = tables.budget_mask(state, left)
         return torch.stack(masks)
 
-    def _plan(self, input_ids: torch.LongTensor) -> tuple[list[torch.Tensor], list[tuple[int, _Tables, Any, int]]]:
-        """Each row's grammar mask, and the rows the budget guard must check: ``(row, tables, state, left)``."""
+    def _plan(self, input_ids: torch.LongTensor) -> tuple[list[torch.Tensor], list[_Guarded], list[tuple[int, Any]]]:
+        """Each row's grammar mask, the rows the budget guard must check, and each row's ``(example, tokens)``."""
         rows = input_ids.tolist()
         states: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
         masks: list[torch.Tensor] = []
-        guarded: list[tuple[int, _Tables, Any, int]] = []
+        guarded: list[_Guarded] = []
+        keys: list[tuple[int, Any]] = []
         for r, ids in enumerate(rows):
             tables = self._tables_of(r)
             seq = tuple(ids[self.prefix_length :])
             state = self._state(r, tables, seq)
-            states[(r // self.num_beams, seq)] = state
+            keys.append((r // self.num_beams, seq))
+            states[keys[-1]] = state
             masks.append(tables.mask(state))
             if self.max_new_tokens is None:
                 continue
@@ -533,10 +539,39 @@ class GrammarLogitsProcessor(LogitsProcessor):
             ):
                 guarded.append((r, tables, state, left))
         self._states = states  # only the last step's prefixes are needed next
-        return masks, guarded
+        return masks, guarded, keys
 
-    def _guard_top(self, scores: torch.FloatTensor, out: torch.FloatTensor, guarded: list[Any]) -> None:
-        """Keep, in each guarded row of ``out``, only its best tokens that fit the budget (``budget_top_k`` of them)."""
+    def _beam_scores(self, keys: list[tuple[int, Any]]) -> torch.Tensor | None:
+        """Each row's running beam score as ``generate``'s beam search holds it (``None``: unknown).
+
+        The search adds each step's processed scores (what this processor returned) to its beams'
+        scores, so a row's score is its parent row's plus the returned score of its last token. At
+        the first step every row of an example is the same prefix: the first counts (score 0), the
+        others never win (``-inf``), as in ``generate``.
+        """
+        rows = len(keys)
+        first: dict[tuple[int, Any], int] = {}
+        for r, key in enumerate(keys):
+            first.setdefault(key, r)
+        if all(not seq for _, seq in keys):
+            beam = torch.zeros(rows)
+        elif self._last is None:
+            return None
+        else:
+            last_rows, last_beam, last_out = self._last
+            parents = [last_rows.get((ex, seq[:-1])) if seq else None for ex, seq in keys]
+            if any(p is None for p in parents):
+                return None
+            toks = torch.as_tensor([seq[-1] for _, seq in keys], dtype=torch.long)
+            index = torch.as_tensor(parents, dtype=torch.long)
+            beam = last_beam[index] + last_out[index, toks].float().cpu()
+        copies = [r for r, key in enumerate(keys) if first[key] != r]
+        if copies:
+            beam[copies] = float("-inf")
+        return beam
+
+    def _guard_rows(self, scores: torch.FloatTensor, out: torch.FloatTensor, guarded: list[_Guarded]) -> None:
+        """Keep, in each guarded row of ``out``, only its best ``budget_top_k`` tokens that fit the budget."""
         k = int(self.budget_top_k or 1)
         width = out.shape[-1]
         rows = [g[0] for g in guarded]
@@ -561,19 +596,74 @@ class GrammarLogitsProcessor(LogitsProcessor):
                 cand, vals = more.indices.tolist()[n:], more.values.tolist()[n:]
                 n = min(width, 2 * n)
             keep_rows.append(keep or [tables.fallback(state)])
+        self._keep_only(scores, out, rows, keep_rows)
+
+    def _guard_examples(
+        self, scores: torch.FloatTensor, out: torch.FloatTensor, guarded: list[_Guarded], beam: torch.Tensor
+    ) -> None:
+        """Check each example's tokens in the search's order (beam score + token score) until ``budget_top_k`` fit.
+
+        Every token of a guarded row that was not checked, or did not fit, becomes ``-inf``.
+        """
+        k = int(self.budget_top_k or 1)
+        nb, width = self.num_beams, out.shape[-1]
+        info = {g[0]: g for g in guarded}
+        examples = sorted({r // nb for r in info})
+        rows_of = [list(range(e * nb, min((e + 1) * nb, out.shape[0]))) for e in examples]
+        totals = [(out[rows].float().cpu() + beam[rows, None]).flatten() for rows in rows_of]
+        keep_rows: dict[int, list[int]] = {r: [] for r in info}
+        for rows, flat in zip(rows_of, totals, strict=True):
+            fitting, seen, n = 0, 0, min(flat.numel(), 2 * k)
+            while True:
+                top = flat.topk(n)
+                done = False
+                for v, i in zip(top.values.tolist()[seen:], top.indices.tolist()[seen:], strict=True):
+                    if v == float("-inf"):
+                        done = True
+                        break
+                    r, t = rows[i // width], i % width
+                    g = info.get(r)
+                    if g is None:
+                        fitting += 1
+                    elif g[1].fits(g[2], t, g[3]):
+                        fitting += 1
+                        keep_rows[r].append(t)
+                    if fitting >= k:
+                        done = True
+                        break
+                if done or n >= flat.numel():
+                    break
+                seen, n = n, min(flat.numel(), 2 * n)
+        rows = list(keep_rows)
+        self._keep_only(scores, out, rows, [keep_rows[r] or [info[r][1].fallback(info[r][2])] for r in rows])
+
+    @staticmethod
+    def _keep_only(scores: torch.FloatTensor, out: torch.FloatTensor, rows: list[int], keep: list[list[int]]) -> None:
+        """Set every token of ``rows`` in ``out`` to ``-inf`` except ``keep`` (which get their ``scores``)."""
         out[rows] = float("-inf")
-        for r, keep in zip(rows, keep_rows, strict=True):
-            ids = torch.as_tensor(keep, dtype=torch.long, device=out.device)
-            out[r, ids] = scores[r, ids]
+        for r, ids in zip(rows, keep, strict=True):
+            at = torch.as_tensor(ids, dtype=torch.long, device=out.device)
+            out[r, at] = scores[r, at]
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         """Set the scores of disallowed tokens to ``-inf``."""
         if self.budget_top_k is None:
             return masked_scores(scores, self.row_masks(input_ids))
-        masks, guarded = self._plan(input_ids)
+        masks, guarded, keys = self._plan(input_ids)
         out = masked_scores(scores, torch.stack(masks))
+        beam = self._beam_scores(keys) if self.num_beams > 1 else None
         if guarded:
-            self._guard_top(scores, out, guarded)
+            if beam is None:
+                self._guard_rows(scores, out, guarded)
+            else:
+                self._guard_examples(scores, out, guarded, beam)
+        if beam is not None:
+            first: dict[tuple[int, Any], int] = {}
+            for r, key in enumerate(keys):
+                first.setdefault(key, r)
+            self._last = (first, beam, out)
+        else:
+            self._last = None
         return out
 
 
