@@ -6,7 +6,9 @@ Part 1 (always): milliseconds per decoding step of
 tokens trained on normalised gold S-expressions (the real data in ``../shared/data`` when
 present, else a few synthetic ones). Each step every row takes a random allowed token (a walk
 through what the grammar allows, reordered like beam search), for the ``grammar`` and
-``schema`` rule sets, with and without the token-budget guard.
+``schema`` rule sets, without the token-budget guard, with its full check (every allowed token:
+``budget_top_k=None``, what sampling needs) and with its top-k check (``budget_top_k = 2 * beams``,
+what ``kbqa test`` uses).
 
 Part 2 (with ``--ckpt``): runs ``kbqa validate`` (``--split test`` for ``kbqa test``) once per
 search — free, ``grammar``, ``schema`` (all stopping by ``generate``'s heuristic, the default), then
@@ -99,7 +101,7 @@ def part1(args: argparse.Namespace) -> None:
     print(f"tokenizer: {len(tok)} tokens; inventory: {len(relations)} relations, {len(classes)} classes")
     print(f"simulated beam search: {args.beams} beams x {args.batch} questions x {args.steps} steps")
     for mode in ("grammar", "schema"):
-        for budget in (None, args.steps):
+        for budget, top_k in ((None, None), (args.steps, None), (args.steps, 2 * args.beams)):
             if mode == "grammar":
                 grammars = [SExprGrammar([BaseRules(SLOT_TOKENS)])]
             else:
@@ -107,10 +109,12 @@ def part1(args: argparse.Namespace) -> None:
                     SExprGrammar([BaseRules(SLOT_TOKENS), schema, EntityRules(list(labels.values()), SLOT_TOKENS[:1])])
                     for _, labels in data[: args.batch]
                 ]
-            processor = GrammarLogitsProcessor(index, grammars, num_beams=args.beams, max_new_tokens=budget)
+            processor = GrammarLogitsProcessor(
+                index, grammars, num_beams=args.beams, max_new_tokens=budget, budget_top_k=top_k
+            )
             ms = simulate(processor, args.beams * args.batch, args.steps)
-            guard = "budget guard" if budget else "no budget guard"
-            print(f"  {mode:8s} {guard:16s} {ms:8.1f} ms/step")
+            guard = "no budget guard" if not budget else "budget guard" + (", top-k" if top_k else ", full")
+            print(f"  {mode:8s} {guard:22s} {ms:8.1f} ms/step")
 
 
 #: Part 2's searches: (label, constrained mode, early_stopping or None for the callback's default).

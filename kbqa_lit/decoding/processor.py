@@ -347,34 +347,33 @@ class _Tables:
         return found
 
     def need(self, state: tuple[Any, ...], tok: int) -> int | None:
-        """The length of a short way to EOS after ``tok`` (``None``: none known), memoised per state and token.
+        """The length of a short way to EOS after ``tok`` (``None``: none known).
 
         Tokens that keep a free open word open count as the current way to the end; the tokens that
         start a word of a free open class count as the first such token asked about (a free class's
-        words all end the same way).
+        words all end the same way); only the others are worked out (and memoised) one by one.
         """
+        closed, same, first, free = self._guard_parts(state)
+        index = self.index
+        if not index.is_start[tok] and same is not None and tok not in closed:
+            return same
+        cls = None
+        if index.is_start[tok] and tok not in first and free:
+            cls = next((c for c in free if c.word.fullmatch(index.text[tok])), None)
+            if cls is not None:
+                known = self._get("class_needs", (state, cls.name))
+                if known is not _MISS:
+                    return known
         key = (state, tok)
         found = self._get("needs", key)
         if found is not _MISS:
             return found
         outer = self._enter()
-        closed, same, first, free = self._guard_parts(state)
-        index = self.index
-        cls = None
-        if not index.is_start[tok] and same is not None and tok not in closed:
-            found: int | None = same
-        else:
-            if index.is_start[tok] and tok not in first and free:
-                cls = next((c for c in free if c.word.fullmatch(index.text[tok])), None)
-            known = self._get("class_needs", (state, cls.name)) if cls is not None else _MISS
-            if known is not _MISS:
-                found = known
-            else:
-                path = self.finish(self.advance(state, tok))
-                found = None if path is None else len(path)
-                if cls is not None:
-                    self._put("class_needs", (state, cls.name), found)
+        path = self.finish(self.advance(state, tok))
+        found = None if path is None else len(path)
         self._put("needs", key, found)
+        if cls is not None:
+            self._put("class_needs", (state, cls.name), found)
         self._leave(outer)
         return found
 
@@ -396,7 +395,29 @@ class _Tables:
         found = self._get("budgeted", key)
         if found is _MISS:
             outer = self._enter()
-            keep = [t for t in self.mask(state).nonzero().flatten().tolist() if self.fits(state, t, left)]
+            closed, same, first, free = self._guard_parts(state)
+            index, limit = self.index, left - 1
+            stays = same is not None and same <= limit  # a free open word that stays open keeps its way
+            by_class: dict[str, bool] = {}  # one answer per free open class starting the next word
+            keep: list[int] = []
+            for t in self.mask(state).nonzero().flatten().tolist():
+                if t == index.eos_id:
+                    fit = True
+                elif not index.is_start[t] and same is not None and t not in closed:
+                    fit = stays
+                elif (
+                    index.is_start[t]
+                    and free
+                    and t not in first
+                    and (cls := next((c for c in free if c.word.fullmatch(index.text[t])), None))
+                ):
+                    fit = by_class.get(cls.name)  # type: ignore[assignment]
+                    if fit is None:
+                        fit = by_class[cls.name] = (n := self.need(state, t)) is not None and n <= limit
+                else:
+                    fit = (n := self.need(state, t)) is not None and n <= limit
+                if fit:
+                    keep.append(t)
             found = self.index.mask(keep or [self.fallback(state)])
             self._put("budgeted", key, found)
             self._leave(outer)
