@@ -40,7 +40,7 @@ class OptionMasks:
         self.common_entries = 0
 
     def common_tables(self, key: Any) -> dict[str, dict[Any, Any]]:
-        """The caches every grammar with the share key ``key`` uses (see the processor's ``_Tables``)."""
+        """The caches every grammar with the share key ``key`` uses (see ``RowTables``)."""
         return self.common.setdefault(key, {})
 
     def add_common(self, tables: dict[str, dict[Any, Any]], name: str, key: Any, value: Any) -> None:
@@ -73,7 +73,7 @@ class OptionMasks:
         return found
 
     def word_mask(self, opts: Any, node: int | None, text: str | None, then: Any, eos: bool) -> torch.Tensor:
-        """The allowed next tokens inside a word (see :meth:`_Tables.mask`), cached by what decides them.
+        """The allowed next tokens inside a word (see ``RowTables.mask``), cached by what decides them.
 
         Args:
             opts: The options the word is one of.
