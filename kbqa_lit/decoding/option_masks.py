@@ -18,8 +18,9 @@ from kbqa_lit.decoding.tokens import TokenIndex, WordTrie
 
 #: Bytes of dense boolean masks the cache holds at most (entries: this over the vocabulary size; cleared when full).
 _MASK_BUDGET = 64_000_000
-#: Entries the grammars' common tables hold at most, all keys together (cleared when full).
-_COMMON_BUDGET = 2_000_000
+#: Entries the grammars' common tables hold at most, all keys together (cleared when full; about 150 bytes each:
+#: make demo's validation split fills 140,000).
+_COMMON_BUDGET = 1_000_000
 
 
 class OptionMasks:

@@ -366,9 +366,14 @@ class RowTables:
         return path[0] if path else self.index.eos_id
 
     def budget_mask(self, state: tuple[Any, ...], left: int) -> torch.Tensor:
-        """:meth:`mask` restricted to tokens after which the expression can still end within ``left`` tokens."""
+        """:meth:`mask` restricted to tokens after which the expression can still end within ``left`` tokens.
+
+        Kept for this grammar only, never in the common tables: each is a new vocabulary-wide tensor (32 kB for
+        T5's vocabulary), and only the full check (sampling) asks for them.
+        """
         key = (state, left)
-        found = self._get("budgeted", key)
+        held = self.private.setdefault("budgeted", {})
+        found = held.get(key, _MISS)
         if found is _MISS:
             outer = self._enter()
             closed, same, first, free = self._guard_parts(state)
@@ -395,7 +400,7 @@ class RowTables:
                 if fit:
                     keep.append(t)
             found = self.index.mask(keep or [self.fallback(state)])
-            self._put("budgeted", key, found)
+            held[key] = found
             self._leave(outer)
         return found
 

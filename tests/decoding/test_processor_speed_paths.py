@@ -145,3 +145,20 @@ def test_top_k_guard_keeps_each_rows_best_tokens_that_fit(tok) -> None:
             assert int(torch.isfinite(b[r]).sum()) <= max(n, 1) or torch.equal(a[r], b[r])
             checked += 1
     assert checked == 18 * len(QUESTIONS)
+
+
+def test_common_tables_stay_within_their_budget(tok, monkeypatch) -> None:
+    from kbqa_lit.decoding import option_masks
+
+    monkeypatch.setattr(option_masks, "_COMMON_BUDGET", 200)
+    index = TokenIndex(tok)  # a new index: its own common tables
+    shared = GrammarLogitsProcessor(index, _grammars(SExprGrammar), num_beams=2, max_new_tokens=20)
+    plain = GrammarLogitsProcessor(index, _grammars(_Unshared), num_beams=2, max_new_tokens=20)
+    tables = option_masks.option_masks(index)
+    peak = 0
+    for ids in _walk(plain, 2 * len(QUESTIONS), 20, seed=5):
+        assert torch.equal(shared.row_masks(ids), plain.row_masks(ids))  # cleared tables are rebuilt, not wrong
+        held = sum(len(t) for per_key in tables.common.values() for t in per_key.values())
+        assert held == tables.common_entries <= 200
+        peak = max(peak, held)
+    assert peak > 100  # the walk filled them up to the budget at least once
