@@ -178,7 +178,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
                 return None
             toks = torch.as_tensor([seq[-1] for _, seq in keys], dtype=torch.long)
             index = torch.as_tensor(parents, dtype=torch.long)
-            beam = last_beam[index] + last_out[index, toks].float().cpu()
+            beam = last_beam[index] + last_out[index.to(last_out.device), toks.to(last_out.device)].float().cpu()
         copies = [r for r, key in enumerate(keys) if first[key] != r]
         if copies:
             beam[copies] = float("-inf")
@@ -224,7 +224,8 @@ class GrammarLogitsProcessor(LogitsProcessor):
         info = {g[0]: g for g in guarded}
         examples = sorted({r // nb for r in info})
         rows_of = [list(range(e * nb, min((e + 1) * nb, out.shape[0]))) for e in examples]
-        totals = [(out[rows].float().cpu() + beam[rows, None]).flatten() for rows in rows_of]
+        on = beam.to(out.device)  # ranked where the scores are: only the top tokens' ids come back to the host
+        totals = [(out[rows].float() + on[rows, None]).flatten() for rows in rows_of]
         keep_rows: dict[int, list[int]] = {r: [] for r in info}
         for rows, flat in zip(rows_of, totals, strict=True):
             fitting, seen, n = 0, 0, min(flat.numel(), 2 * k)
