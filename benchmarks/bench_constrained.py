@@ -14,11 +14,16 @@ Part 2 (with ``--ckpt``): runs ``kbqa validate`` (``--split test`` for ``kbqa te
 search — free, ``grammar``, ``schema`` (all stopping by ``generate``'s heuristic, the default), then
 free and ``schema`` with ``early_stopping=true`` — on the same checkpoint and questions, and prints
 each one's generation seconds (the callback's ``time_generate_s``), its ratio to free decoding with
-the default stop, questions/s, F1 and executable rate::
+the default stop, generation's share of the answering time, questions/s, F1 and executable rate.
+``--modes`` / ``--early-stopping-modes`` choose the searches (FC-KBQA's composer: ``none,datamodule``) and
+``--cli-arg`` adds arguments to the ``kbqa`` command (a config's data files)::
 
     python benchmarks/bench_constrained.py                        # part 1 only
     python benchmarks/bench_constrained.py --ckpt outputs/quickstart/checkpoints/last.ckpt \\
         --extra-config configs/coq/quickstart_lf_only.yaml
+    python benchmarks/bench_constrained.py --skip-part1 --config configs/fc/composer.yaml \\
+        --ckpt outputs/fc_forms/composer/logs/run/checkpoints/last.ckpt --modes none,datamodule \\
+        --early-stopping-modes "" --cli-arg=--data.init_args.data_dir=outputs/fc_forms/world ...   # FC's composer
 
 Part 2 shells out to ``kbqa validate --config configs/quickstart.yaml --ckpt_path CKPT
 --trainer.callbacks.init_args.constrained=MODE`` (the quickstart config lists
@@ -117,14 +122,15 @@ def part1(args: argparse.Namespace) -> None:
             print(f"  {mode:8s} {guard:22s} {ms:8.1f} ms/step")
 
 
-#: Part 2's searches: (label, constrained mode, early_stopping or None for the callback's default).
-SEARCHES = (
-    ("none", "none", None),
-    ("grammar", "grammar", None),
-    ("schema", "schema", None),
-    ("none, early_stopping=true", "none", True),
-    ("schema, early_stopping=true", "schema", True),
-)
+def searches(args: argparse.Namespace) -> list[tuple[str, str, bool | None]]:
+    """Part 2's searches: ``(label, constrained mode, early_stopping or None for the default stop)``.
+
+    ``--modes`` with the default stop (``generate``'s heuristic), then ``--early-stopping-modes`` with
+    ``early_stopping=true``; the first mode is the one the ratios are to (free decoding: ``none``).
+    """
+    modes = [m for m in args.modes.split(",") if m]
+    stopped = [m for m in args.early_stopping_modes.split(",") if m]
+    return [(m, m, None) for m in modes] + [(f"{m}, early_stopping=true", m, True) for m in stopped]
 
 
 def _metrics(folder: Path, stage: str) -> dict[str, float]:
@@ -140,16 +146,16 @@ def part2(args: argparse.Namespace) -> None:
     """Each search on the same checkpoint and questions: generation seconds, questions/s, the ratio to free."""
     stage = "val" if args.split == "validate" else "test"
     print(f"\n{args.split} split of {args.config}, checkpoint {args.ckpt}, {args.beams_eval} beams")
-    print(f"{'search':30s} {'generate s':>10s} {'ratio':>6s} {'q/s':>6s} {'F1':>6s} {'exec':>6s}")
+    print(f"{'search':30s} {'generate s':>10s} {'ratio':>6s} {'share':>6s} {'q/s':>6s} {'F1':>6s} {'exec':>6s}")
     free = None
     with tempfile.TemporaryDirectory() as tmp:
-        for label, mode, stop in SEARCHES:
+        for k, (label, mode, stop) in enumerate(searches(args)):
             out = Path(tmp) / label.replace(" ", "_").replace(",", "").replace("=", "_")
             cmd = ["kbqa", args.split, "--config", args.config, *sum((["--config", c] for c in args.extra_config), []),
                    "--ckpt_path", args.ckpt, "--trainer.logger.init_args.version", str(out),
                    "--trainer.callbacks.init_args.predictions_dir", str(out),
                    f"--trainer.callbacks.init_args.num_beams={args.beams_eval}",
-                   f"--trainer.callbacks.init_args.constrained={mode}"]  # fmt: skip
+                   f"--trainer.callbacks.init_args.constrained={mode}", *args.cli_arg]  # fmt: skip
             if stop is not None:
                 cmd.append(f"--trainer.callbacks.init_args.early_stopping={str(stop).lower()}")
             done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
@@ -158,9 +164,10 @@ def part2(args: argparse.Namespace) -> None:
                 continue
             m = _metrics(out, stage)
             seconds = m.get("time_generate_s", float("nan"))
-            free = seconds if label == "none" else free  # the ratio is to free decoding under the same stop
+            free = seconds if k == 0 else free  # the ratio is to the first search (free decoding, the same stop)
             ratio = seconds / free if free else float("nan")
-            print(f"{label:30s} {seconds:10.1f} {ratio:6.2f} {m.get('questions_per_s', 0):6.1f} "
+            share = seconds / m["time_total_s"] if m.get("time_total_s") else float("nan")  # generation's share
+            print(f"{label:30s} {seconds:10.1f} {ratio:6.2f} {share:6.0%} {m.get('questions_per_s', 0):6.1f} "
                   f"{m.get('f1', 0):6.3f} {m.get('executable', 0):6.3f}")  # fmt: skip
 
 
@@ -176,8 +183,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--split", choices=("validate", "test"), default="validate",
                         help="part 2's questions (validate: never tune on test)")  # fmt: skip
     parser.add_argument("--beams-eval", type=int, default=10, help="part 2's beams")
+    parser.add_argument("--modes", default="none,grammar,schema", help="part 2's constrained modes, free first")
+    parser.add_argument("--early-stopping-modes", default="none,schema",
+                        help="part 2's modes also run with early_stopping=true ('' for none)")  # fmt: skip
+    parser.add_argument("--cli-arg", action="append", default=[],
+                        help="one more argument for part 2's kbqa command (repeat; --cli-arg=--data...)")  # fmt: skip
+    parser.add_argument("--skip-part1", action="store_true", help="only part 2")
     args = parser.parse_args(argv)
-    part1(args)
+    if not args.skip_part1:
+        part1(args)
     if args.ckpt:
         part2(args)
 
