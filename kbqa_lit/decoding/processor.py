@@ -63,12 +63,14 @@ class GrammarLogitsProcessor(LogitsProcessor):
         budget_window: The last tokens of the budget in which the guard also bounds the longest
             way to the end (a bracket spelled in many tokens); earlier it costs time and never
             fires unless a single word's way to the end is longer than the window.
-        budget_top_k: How many of a guarded row's best-scoring tokens a search can take (beam
-            search: ``2 * num_beams``, ``generate``'s ``beams_to_keep``; greedy: 1). When set, the
-            guard checks tokens in score order until that many fit instead of checking every
-            allowed token, and the row's other tokens become ``-inf``: the search picks exactly
-            what it would pick under the full check, at a fraction of the cost. ``None`` (the
-            default) checks every allowed token, which sampling needs.
+        budget_top_k: How many candidates per example the search takes each step (beam search:
+            ``2 * num_beams``, ``generate``'s ``beams_to_keep``; greedy: 1). When set, the guard
+            checks tokens in the search's order until that many fit instead of checking every
+            allowed token: per example by beam score + token score (the beam scores rebuilt from
+            what this processor returned), per row where those are unknown (greedy). A guarded
+            row's unchecked tokens become ``-inf``; the search picks exactly what it would pick
+            under the full check, at a fraction of the cost. ``None`` (the default) checks every
+            allowed token, which sampling needs.
     """
 
     def __init__(
