@@ -157,18 +157,15 @@ class GrammarLogitsProcessor(LogitsProcessor):
         self._states = states  # only the last step's prefixes are needed next
         return masks, guarded, keys
 
-    def _beam_scores(self, keys: list[tuple[int, Any]]) -> torch.Tensor | None:
+    def _beam_scores(self, keys: list[tuple[int, Any]], first: dict[tuple[int, Any], int]) -> torch.Tensor | None:
         """Each row's running beam score as ``generate``'s beam search holds it (``None``: unknown).
 
         The search adds each step's processed scores (what this processor returned) to its beams'
         scores, so a row's score is its parent row's plus the returned score of its last token. At
         the first step every row of an example is the same prefix: the first counts (score 0), the
-        others never win (``-inf``), as in ``generate``.
+        others never win (``-inf``), as in ``generate``. ``first`` is each prefix's first row.
         """
         rows = len(keys)
-        first: dict[tuple[int, Any], int] = {}
-        for r, key in enumerate(keys):
-            first.setdefault(key, r)
         if all(not seq for _, seq in keys):
             beam = torch.zeros(rows)
         elif self._last is None:
@@ -268,19 +265,16 @@ class GrammarLogitsProcessor(LogitsProcessor):
             return masked_scores(scores, self.row_masks(input_ids))
         masks, guarded, keys = self._plan(input_ids)
         out = masked_scores(scores, torch.stack(masks))
-        beam = self._beam_scores(keys) if self.num_beams > 1 else None
+        first: dict[tuple[int, Any], int] = {}  # each prefix's first row
+        for r, key in enumerate(keys):
+            first.setdefault(key, r)
+        beam = self._beam_scores(keys, first) if self.num_beams > 1 else None
         if guarded:
             if beam is None:
                 self._guard_rows(scores, out, guarded)
             else:
                 self._guard_examples(scores, out, guarded, beam)
-        if beam is not None:
-            first: dict[tuple[int, Any], int] = {}
-            for r, key in enumerate(keys):
-                first.setdefault(key, r)
-            self._last = (first, beam, out)
-        else:
-            self._last = None
+        self._last = None if beam is None else (first, beam, out)
         return out
 
 

@@ -74,10 +74,10 @@ class RowTables:
         self._touched = False
         self._closing_word = getattr(grammar, "closing_word", None)
 
-    def _grammar_step(self, gstate: Hashable, word: str) -> Hashable | None:
-        """``grammar.step``, noting a private step (the grammar's ``private_steps`` moved)."""
+    def _watched(self, call: Any, *args: Any) -> Any:
+        """``call(*args)`` on the grammar, noting a private step (the grammar's ``private_steps`` moved)."""
         before = getattr(self.grammar, "private_steps", 0)
-        found = self.grammar.step(gstate, word)
+        found = call(*args)
         if getattr(self.grammar, "private_steps", 0) != before:
             self._touched = True
         return found
@@ -125,7 +125,7 @@ class RowTables:
         found = self._get("steps", key)
         if found is _MISS:
             outer = self._enter()
-            found = self._grammar_step(gstate, word)
+            found = self._watched(self.grammar.step, gstate, word)
             self._put("steps", key, found)
             self._leave(outer)
         return found
@@ -177,9 +177,7 @@ class RowTables:
 
     def _closing(self, gstate: Hashable, limit: int) -> tuple[int, ...] | None:
         if self._closing_word is None:
-            before = getattr(self.grammar, "private_steps", 0)
-            words = self.grammar.closing(gstate) if hasattr(self.grammar, "closing") else None
-            self._touched = self._touched or getattr(self.grammar, "private_steps", 0) != before
+            words = self._watched(self.grammar.closing, gstate) if hasattr(self.grammar, "closing") else None
             ids = [self.index.word_ids(w) for w in words or ()]
             ok = words is not None and all(i is not None for i in ids)
             found = tuple(t for i in ids for t in i or ()) + (self.index.eos_id,) if ok else None

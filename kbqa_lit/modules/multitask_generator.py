@@ -287,8 +287,8 @@ class MultitaskGenerator(LightningModule):
                 beam can beat the finished ones at its current length), ``"never"``; ``None``:
                 ``False``, ``generate``'s own default, free or constrained. ``True`` is cheaper but
                 short beams finish first and cut off longer, better ones: on the quickstart's
-                validation split free decoding scored F1 0.600 with ``True`` and 0.889 with ``False``
-                (which it used before 2026-11-27), constrained 0.884 and 0.904.
+                validation split free decoding scored F1 0.600 with ``True`` (its default until
+                2026-11-27) and 0.889 with ``False``, constrained 0.884 and 0.904.
 
         Returns:
             Per example, ``num_return_sequences`` decoded texts in beam order (best first),
