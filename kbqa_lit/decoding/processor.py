@@ -183,50 +183,26 @@ class GrammarLogitsProcessor(LogitsProcessor):
             beam[copies] = float("-inf")
         return beam
 
-    def _guard_rows(self, scores: torch.FloatTensor, out: torch.FloatTensor, guarded: list[Guarded]) -> None:
-        """Keep, in each guarded row of ``out``, only its best ``budget_top_k`` tokens that fit the budget."""
-        k = int(self.budget_top_k or 1)
-        width = out.shape[-1]
-        rows = [g[0] for g in guarded]
-        first = min(width, 2 * k)
-        order = out[rows].topk(first, dim=-1)
-        tops, top_scores = order.indices.tolist(), order.values.tolist()
-        keep_rows: list[list[int]] = []
-        for i, (r, tables, state, left) in enumerate(guarded):
-            keep: list[int] = []
-            cand, vals, n = tops[i], top_scores[i], first
-            while True:
-                for t, v in zip(cand, vals, strict=True):
-                    if v == float("-inf"):
-                        break
-                    if tables.fits(state, t, left):
-                        keep.append(t)
-                        if len(keep) >= k:
-                            break
-                if len(keep) >= k or n >= width or vals[-1] == float("-inf"):
-                    break
-                more = out[r].topk(min(width, 2 * n))  # fewer than k fit among the first n: look further
-                cand, vals = more.indices.tolist()[n:], more.values.tolist()[n:]
-                n = min(width, 2 * n)
-            keep_rows.append(keep or [tables.fallback(state)])
-        self._keep_only(scores, out, rows, keep_rows)
-
-    def _guard_examples(
-        self, scores: torch.FloatTensor, out: torch.FloatTensor, guarded: list[Guarded], beam: torch.Tensor
+    def _guard(
+        self,
+        scores: torch.FloatTensor,
+        out: torch.FloatTensor,
+        guarded: list[Guarded],
+        beam: torch.Tensor,
+        groups: list[list[int]],
     ) -> None:
-        """Check each example's tokens in the search's order (beam score + token score) until ``budget_top_k`` fit.
+        """Check each group's tokens in the search's order (beam score + token score) until ``budget_top_k`` fit.
 
-        Every token of a guarded row that was not checked, or did not fit, becomes ``-inf``.
+        A group is an example's rows (beam search) or one guarded row (greedy, or beam scores unknown:
+        ``beam`` is then 0). Every token of a guarded row that was not checked, or did not fit, becomes ``-inf``.
         """
         k = int(self.budget_top_k or 1)
-        nb, width = self.num_beams, out.shape[-1]
+        width = out.shape[-1]
         info = {g[0]: g for g in guarded}
-        examples = sorted({r // nb for r in info})
-        rows_of = [list(range(e * nb, min((e + 1) * nb, out.shape[0]))) for e in examples]
         on = beam.to(out.device)  # ranked where the scores are: only the top tokens' ids come back to the host
-        totals = [(out[rows].float() + on[rows, None]).flatten() for rows in rows_of]
         keep_rows: dict[int, list[int]] = {r: [] for r in info}
-        for rows, flat in zip(rows_of, totals, strict=True):
+        for rows in groups:
+            flat = (out[rows].float() + on[rows, None]).flatten()
             fitting, seen, n = 0, 0, min(flat.numel(), 2 * k)
             while True:
                 top = flat.topk(n)
@@ -269,11 +245,12 @@ class GrammarLogitsProcessor(LogitsProcessor):
         for r, key in enumerate(keys):
             first.setdefault(key, r)
         beam = self._beam_scores(keys, first) if self.num_beams > 1 else None
-        if guarded:
-            if beam is None:
-                self._guard_rows(scores, out, guarded)
-            else:
-                self._guard_examples(scores, out, guarded, beam)
+        if guarded and beam is None:  # each guarded row by itself
+            self._guard(scores, out, guarded, torch.zeros(out.shape[0]), [[g[0]] for g in guarded])
+        elif guarded:  # each example's rows together
+            nb, examples = self.num_beams, sorted({g[0] // self.num_beams for g in guarded})
+            groups = [list(range(e * nb, min((e + 1) * nb, out.shape[0]))) for e in examples]
+            self._guard(scores, out, guarded, beam, groups)
         self._last = None if beam is None else (first, beam, out)
         return out
 
