@@ -27,7 +27,7 @@ import pytest
 from kbqa_lit.data.formats.synthetic import read_synthetic
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.data.synthetic import build_world
-from kbqa_lit.errors import StoreError
+from kbqa_lit.errors import StoreError, UserInputError
 from kbqa_lit.kb.lf.denormalize import invert_labels
 from kbqa_lit.kb.lf.normalize import normalize_sexpr
 from kbqa_lit.kb.lf.ontology import Ontology
@@ -544,3 +544,21 @@ def test_mediator_paths_and_answer_classes_are_the_same_on_virtuoso_and_oxigraph
     types = AnswerTypes()
     assert types.kb_classes(virtuoso) == types.kb_classes(oxigraph) and "location.city" in types.kb_classes(oxigraph)
     assert types.answer_classes(virtuoso, entities) == types.answer_classes(oxigraph, entities)
+
+
+@pytest.mark.virtuoso
+def test_disk_entity_index_from_virtuoso_answers_as_the_oxigraph_one(
+    examples: list[KBQAExample], virtuoso: EndpointStore, oxigraph: OxigraphStore, tmp_path: Path
+) -> None:
+    """An endpoint's on-disk entity index (its three queries streamed into SQLite) = one streamed from Oxigraph."""
+    from kbqa_lit.kb.index.entity_db import DiskEntityIndex
+    from kbqa_lit.kb.index.entity_index import EntityIndex
+
+    from_virtuoso = EntityIndex.for_store(virtuoso, path=tmp_path / "vi.sqlite")
+    from_oxigraph = DiskEntityIndex.build(oxigraph, tmp_path / "ox.sqlite")
+    assert isinstance(from_virtuoso, DiskEntityIndex) and from_virtuoso.source == virtuoso.identity
+    assert len(from_virtuoso) == len(from_oxigraph) > 100
+    for ex in examples[:40]:
+        assert from_virtuoso.search(ex.question) == from_oxigraph.search(ex.question), ex.question
+    with pytest.raises(UserInputError, match="needs a file"):
+        EntityIndex.for_store(virtuoso, backend="disk")

@@ -28,71 +28,31 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import time
-import unicodedata
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbqa_lit.errors import DataFormatError, StoreError, UserInputError
-from kbqa_lit.kb.index.connectivity import usable_id
-from kbqa_lit.kb.index.relation_inventory import EXCLUDED_RELATIONS, is_fact_relation
-from kbqa_lit.kb.lf.denormalize import label_similarity
-from kbqa_lit.kb.lf.iri import ALIAS_RELATION, NAME_RELATION, iri, local_id
+from kbqa_lit.errors import DataFormatError, UserInputError
+from kbqa_lit.kb.index.edges import degrees_query, labels_query, read_pairs, relation_edges
+from kbqa_lit.kb.index.entity_db import DiskEntityIndex, disk_index_path
+from kbqa_lit.kb.index.surface_search import (
+    EntityCandidate,
+    SurfaceSearch,
+    common_posting,
+    ngram_limit,
+    normalize_surface,
+    trigrams,
+)
+from kbqa_lit.kb.lf.iri import ALIAS_RELATION, NAME_RELATION
 
 log = logging.getLogger(__name__)
 
 _INDEX_FORMAT = 1
-ARTICLES = frozenset({"a", "an", "the"})
-_QUESTION_WORDS = frozenset(
-    "what which who whom whose where when how is are was were do did does of in on at to by for from with and or "
-    "a an the that this it its as be been has have had".split()
-)
-_STRIP = "?!.,;:\"'()[]{}"
-_NON_WORD_RE = re.compile(r"[^\w\s]|_")
-_BRACKET_RE = re.compile(r"\[([^\[\]]+)\]")
-SCORES = {"exact": 1.0, "alias": 0.97, "normalized": 0.93, "normalized_alias": 0.90, "fuzzy": 0.85}
-HINT_BONUS = 0.05
 
 
-def normalize_surface(text: str) -> str:
-    """Casefold, strip accents and punctuation, ``_`` → space, drop articles, squeeze spaces."""
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(c for c in text if not unicodedata.combining(c)).casefold()
-    words = _NON_WORD_RE.sub(" ", text).split()
-    return " ".join(w for w in words if w not in ARTICLES)
-
-
-def _trigrams(norm: str) -> set[str]:
-    padded = f"  {norm} "
-    return {padded[i : i + 3] for i in range(len(padded) - 2)}
-
-
-@dataclass(frozen=True)
-class EntityCandidate:
-    """One candidate entity of a question.
-
-    Attributes:
-        id: Entity id (``m.0abc``).
-        label: Its name in the KB.
-        score: Match quality (see the module docstring); candidates are ranked by it first.
-        mention: The question text it was matched from.
-        match: ``exact``, ``alias``, ``normalized``, ``normalized_alias`` or ``fuzzy``.
-        degree: Its popularity (fact triples it takes part in).
-    """
-
-    id: str
-    label: str
-    score: float
-    mention: str
-    match: str
-    degree: int
-
-
-class EntityIndex:
+class EntityIndex(SurfaceSearch):
     """Surface names → entities, with exact, normalised and fuzzy lookup over question n-grams.
 
     Args:
@@ -126,11 +86,11 @@ class EntityIndex:
         self._keys = list(self._normed)
         self._grams: dict[str, list[int]] = defaultdict(list)
         for i, key in enumerate(self._keys):
-            for g in _trigrams(key):
+            for g in trigrams(key):
                 self._grams[g].append(i)
         longest = max((len(k.split()) for k in self._exact), default=1)
-        self.max_ngram = int(max_ngram or min(12, max(1, longest + 1)))
-        self._common = max(200, len(self._keys) // 20)  # trigrams in more surfaces than this say little
+        self.max_ngram = int(max_ngram or ngram_limit(longest))
+        self._common = common_posting(len(self._keys))  # trigrams in more surfaces than this say little
 
     def _add(self, eid: str, surface: str, kind: str) -> None:
         surface = " ".join(surface.split())
@@ -156,6 +116,19 @@ class EntityIndex:
         item = self.entities.get(eid)
         return item[1] if item else 0
 
+    def _exact_kinds(self, surface: str) -> Mapping[str, str]:
+        return self._exact.get(surface, {})
+
+    def _normed_kinds(self, norm: str) -> Mapping[str, str]:
+        return self._normed.get(norm, {})
+
+    def _posting(self, gram: str) -> Sequence[int] | None:
+        posting = self._grams.get(gram)
+        return posting if posting is not None and len(posting) <= self._common else None
+
+    def _key(self, key_id: int) -> str:
+        return self._keys[key_id]
+
     @property
     def stats(self) -> dict[str, Any]:
         """Counts and build time, for reports."""
@@ -177,15 +150,9 @@ class EntityIndex:
             StoreError: When a query fails (e.g. times out: open the store with a longer timeout).
         """
         t0 = time.perf_counter()
-        name_q = 'SELECT (CONCAT(STR(?e), "\\t", STR(?n)) AS ?x) WHERE { ?e <%s> ?n FILTER(isIRI(?e)) }'
-        names = _pairs(store, name_q % iri(NAME_RELATION), "names")
-        aliases = _pairs(store, name_q % iri(ALIAS_RELATION), "aliases")
-        skip = ", ".join(f"<{iri(r)}>" for r in sorted(EXCLUDED_RELATIONS))
-        degree_q = (
-            'SELECT (CONCAT(STR(?e), "\\t", STR(COUNT(*))) AS ?x) WHERE { '
-            f"{{ ?e ?p ?o }} UNION {{ ?s ?p ?e }} FILTER(isIRI(?e) && ?p NOT IN ({skip})) }} GROUP BY ?e"
-        )
-        degrees = {e: int(d) for e, d in _pairs(store, degree_q, "degrees")}
+        names = read_pairs(store, labels_query(NAME_RELATION), "names")
+        aliases = read_pairs(store, labels_query(ALIAS_RELATION), "aliases")
+        degrees = {e: int(d) for e, d in read_pairs(store, degrees_query(), "degrees")}
         entities: dict[str, tuple[str, int]] = {}
         for eid, name in names:
             entities.setdefault(eid, (name, degrees.get(eid, 0)))
@@ -232,18 +199,37 @@ class EntityIndex:
         return index
 
     @classmethod
-    def for_store(cls, store: Any, path: str | Path | None = None, refresh: bool = False) -> EntityIndex:
+    def for_store(
+        cls, store: Any, path: str | Path | None = None, refresh: bool = False, backend: str | None = None
+    ) -> EntityIndex | DiskEntityIndex:
         """Load the index persisted next to the store, or build and persist it (once per store build).
 
         Args:
             store: An opened store.
-            path: The index file; default ``<store dir>.entities.json`` for an Oxigraph store
-                (an endpoint store is indexed in memory only unless ``path`` is given).
+            path: The index file; default ``<store dir>.entities.json`` (in memory) or
+                ``<store dir>.entities.sqlite`` (on disk) for an Oxigraph store (an endpoint store is
+                indexed in memory only unless ``path`` is given).
             refresh: Rebuild even when the file exists.
+            backend: ``memory`` (:class:`EntityIndex`), ``disk``
+                (:class:`~kbqa_lit.kb.index.entity_db.DiskEntityIndex`: names stay in an SQLite file)
+                or ``auto``: disk when an up-to-date on-disk index exists next to the store or the
+                store holds at least :data:`DISK_INDEX_TRIPLES` triples, else memory. Default: the
+                ``KBQA_ENTITY_INDEX`` environment variable, else ``auto``.
+
+        Raises:
+            UserInputError: When ``backend`` is none of the three.
         """
+        backend = backend or os.environ.get("KBQA_ENTITY_INDEX") or "auto"
+        if backend not in ("auto", "memory", "disk"):
+            raise UserInputError(f"entity index backend {backend!r}: expected auto, memory or disk")
         identity = str(getattr(store, "identity", "") or repr(store))
-        if path is None and getattr(store, "path", None) is not None:
-            path = index_cache_path(store.path)
+        store_dir = getattr(store, "path", None)
+        if backend == "auto":
+            backend = _auto_backend(store, identity, path)
+        if backend == "disk":
+            return _disk_for_store(store, identity, path, refresh)
+        if path is None and store_dir is not None:
+            path = index_cache_path(store_dir)
         if path is not None and Path(path).is_file() and not refresh:
             try:
                 index = cls.load(path, store=store)
@@ -259,136 +245,49 @@ class EntityIndex:
                 log.warning("could not persist the entity index in %s: %s", path, exc)
         return index
 
-    # ------------------------------------------------------------------ lookup
 
-    def lookup(self, mention: str, fuzzy_threshold: float = 0.8) -> list[tuple[str, str, float]]:
-        """``(id, match kind, score)`` of every entity a mention matches, best first."""
-        out: dict[str, tuple[str, float]] = {}
-        surface = mention.strip(_STRIP) or mention
-        for text in dict.fromkeys((mention, surface)):
-            for eid, kind in self._exact.get(text, {}).items():
-                match = "exact" if kind == "name" else "alias"
-                _keep(out, eid, match, SCORES[match])
-        norm = normalize_surface(mention)
-        if norm:
-            for eid, kind in self._normed.get(norm, {}).items():
-                match = "normalized" if kind == "name" else "normalized_alias"
-                _keep(out, eid, match, SCORES[match])
-        if not out and fuzzy_threshold < 1.0 and len(norm) >= 4:
-            for key, sim in self._fuzzy(norm, fuzzy_threshold):
-                for eid in self._normed[key]:
-                    _keep(out, eid, "fuzzy", SCORES["fuzzy"] * sim)
-        return sorted(((e, m, s) for e, (m, s) in out.items()), key=lambda t: (-t[2], -self.degree(t[0]), t[0]))
-
-    def _fuzzy(self, norm: str, threshold: float, limit: int = 30) -> list[tuple[str, float]]:
-        grams = _trigrams(norm)
-        counts: Counter[int] = Counter()
-        for g in grams:
-            posting = self._grams.get(g)
-            if posting and len(posting) <= self._common:
-                counts.update(posting)
-        need = 0.5 * len(grams)
-        found = []
-        for i, shared in counts.most_common(limit):
-            if shared < need:
-                break
-            key = self._keys[i]
-            if abs(len(key) - len(norm)) > 0.4 * max(len(key), len(norm)):
-                continue
-            sim = label_similarity(norm, key)
-            if sim >= threshold:
-                found.append((key, sim))
-        return found
-
-    def search(self, question: str, top_l: int = 10, fuzzy_threshold: float = 0.8) -> list[EntityCandidate]:
-        """The top-l candidate entities of a question, best first (see the module docstring)."""
-        hints = {normalize_surface(h) for h in _BRACKET_RE.findall(question)}
-        words = _BRACKET_RE.sub(r" \1 ", question).split()
-        covered = [False] * len(words)
-        best: dict[str, EntityCandidate] = {}
-        for n in range(min(self.max_ngram, len(words)), 0, -1):
-            for start in range(len(words) - n + 1):
-                span = range(start, start + n)
-                if all(covered[i] for i in span):
-                    continue
-                toks = words[start : start + n]
-                stripped = [t.strip(_STRIP).lower() for t in toks]
-                if all(t in _QUESTION_WORDS or not t for t in stripped):
-                    continue
-                mention = " ".join(toks).strip(_STRIP) or " ".join(toks)
-                fuzzy = fuzzy_threshold
-                if any(covered[i] for i in span) or stripped[0] in _QUESTION_WORDS or stripped[-1] in _QUESTION_WORDS:
-                    fuzzy = 1.0  # no fuzzy matching across covered words or from function words
-                matches = self.lookup(mention, fuzzy)
-                if not matches:
-                    continue
-                bonus = HINT_BONUS if normalize_surface(mention) in hints else 0.0
-                for eid, match, score in matches:
-                    cand = EntityCandidate(eid, self.entities[eid][0], score + bonus, mention, match, self.degree(eid))
-                    old = best.get(eid)
-                    if old is None or (cand.score, len(toks)) > (old.score, len(old.mention.split())):
-                        best[eid] = cand
-                if any(m != "fuzzy" for _, m, _ in matches):
-                    for i in span:
-                        covered[i] = True
-        ranked = sorted(best.values(), key=lambda c: (-c.score, -len(c.mention.split()), -c.degree, c.id))
-        return ranked[:top_l]
-
-    # ------------------------------------------------------------------ 1-hop relations
-
-    def relations_of(self, entity_ids: Sequence[str], batch_size: int = 100) -> dict[str, list[str]]:
-        """Fact relations incident to each entity (either direction), sorted; cached per entity.
-
-        Raises:
-            StoreError: When the index has no store or a query fails.
-        """
-        missing = [e for e in dict.fromkeys(entity_ids) if e not in self._relations]
-        if missing and self.store is None:
-            raise StoreError("this entity index has no store to read 1-hop relations from")
-        for eid, (out, into) in relation_edges(self.store, missing, batch_size).items():
-            self._relations[eid] = sorted(out | into)
-        return {e: list(self._relations[e]) for e in entity_ids}
+#: ``backend="auto"`` keeps the entity index on disk from this many triples in the store (its manifest's count).
+DISK_INDEX_TRIPLES = 5_000_000
 
 
-def relation_edges(
-    store: Any, entity_ids: Sequence[str], batch_size: int = 100
-) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
-    """Per entity, the fact relations of its edges: ``(outgoing, incoming)`` (``e r ?o`` / ``?s r e``).
-
-    Raises:
-        StoreError: When a query fails.
-    """
-    found: dict[str, tuple[set[str], set[str]]] = {e: (set(), set()) for e in dict.fromkeys(entity_ids)}
-    ids = [e for e in found if usable_id(e)]  # an id that is no IRI has no edges (and makes no SPARQL)
-    for i in range(0, len(ids), batch_size):
-        values = " ".join(f"<{iri(e)}>" for e in ids[i : i + batch_size])
-        q = (
-            'SELECT (CONCAT(STR(?e), "\\t", STR(?p), "\\t", ?d) AS ?x) WHERE { VALUES ?e { '
-            f'{values} }} {{ ?e ?p ?o BIND("out" AS ?d) }} UNION {{ ?s ?p ?e BIND("in" AS ?d) }} }}'
-        )
-        for eid, rest in _pairs(store, q, "1-hop relations"):
-            rel_iri, _, direction = rest.rpartition("\t")
-            rel = local_id(rel_iri)
-            if eid in found and is_fact_relation(rel):
-                found[eid][0 if direction == "out" else 1].add(rel)
-    return {e: (frozenset(out), frozenset(into)) for e, (out, into) in found.items()}
-
-
-def _keep(out: dict[str, tuple[str, float]], eid: str, match: str, score: float) -> None:
-    if eid not in out or out[eid][1] < score:
-        out[eid] = (match, score)
+def _auto_backend(store: Any, identity: str, path: str | Path | None) -> str:
+    store_dir = getattr(store, "path", None)
+    disk_file = Path(path) if path is not None and Path(path).suffix == ".sqlite" else None
+    if disk_file is None and store_dir is not None:
+        disk_file = disk_index_path(store_dir)
+    if disk_file is not None and disk_file.is_file():
+        try:
+            index = DiskEntityIndex(disk_file)
+            fresh = index.source == identity
+            index.close()
+            if fresh:
+                return "disk"
+        except DataFormatError:
+            pass
+    if path is not None:
+        return "disk" if Path(path).suffix == ".sqlite" else "memory"
+    manifest = Path(store_dir) / "kbqa_store.json" if store_dir is not None else None
+    try:
+        triples = int(json.loads(manifest.read_text(encoding="utf-8")).get("triples", 0)) if manifest else 0
+    except (OSError, ValueError, TypeError, AttributeError):
+        triples = 0
+    return "disk" if triples >= DISK_INDEX_TRIPLES else "memory"
 
 
-def _pairs(store: Any, sparql: str, what: str) -> list[tuple[str, str]]:
-    result = store.execute(sparql)
-    if not result.ok:
-        raise StoreError(f"could not read {what} from {getattr(store, 'identity', store)}: {result.error}")
-    out = []
-    for value in result.answers:
-        head, sep, tail = value.partition("\t")
-        if sep:
-            out.append((local_id(head), tail))
-    return out
+def _disk_for_store(store: Any, identity: str, path: str | Path | None, refresh: bool) -> DiskEntityIndex:
+    store_dir = getattr(store, "path", None)
+    if path is None and store_dir is None:
+        raise UserInputError("an on-disk entity index of an endpoint store needs a file: pass path=<file>.sqlite")
+    path = Path(path) if path is not None else disk_index_path(store_dir)
+    if path.is_file() and not refresh:
+        try:
+            index = DiskEntityIndex(path, store=store)
+            if index.source == identity:
+                return index
+            index.close()
+        except DataFormatError as exc:
+            log.warning("rebuilding the entity index: %s", exc)
+    return DiskEntityIndex.build(store, path)
 
 
 def index_cache_path(store_path: str | Path) -> Path:
@@ -397,4 +296,13 @@ def index_cache_path(store_path: str | Path) -> Path:
     return p.with_name(p.name + ".entities.json")
 
 
-__all__ = ["EntityCandidate", "EntityIndex", "index_cache_path", "normalize_surface", "relation_edges"]
+__all__ = [
+    "DISK_INDEX_TRIPLES",
+    "DiskEntityIndex",
+    "EntityCandidate",
+    "EntityIndex",
+    "index_cache_path",
+    "normalize_surface",
+    "relation_edges",
+    "trigrams",
+]
