@@ -9,7 +9,8 @@ fresh local Virtuoso 7 (:class:`~kbqa_lit.kb.virtuoso.server.VirtuosoServer`, th
 - ``load``: bulk-load seconds, the store's size on disk and the loader's peak RSS (Oxigraph);
 - ``entity index``: :meth:`EntityIndex.build` seconds, the memory the index holds, the build's peak
   above what the process had before (torch is imported only after it), and
-  the p50/p99 of :meth:`EntityIndex.search` over the questions;
+  the p50/p99 of :meth:`EntityIndex.search` over the questions; the same for the on-disk index
+  (:meth:`DiskEntityIndex.build`, measured first), with its file size;
 - ``relation inventory`` / ``class list``: :meth:`RelationInventory.from_store` (``SELECT DISTINCT ?p``)
   and :meth:`AnswerTypes.kb_classes` (the answer-type check's class list, read once per KB);
 - ``answer classes``: :meth:`AnswerTypes.answer_classes` of each question's gold answers (the
@@ -117,15 +118,19 @@ def _load_virtuoso(kb_dir: Path, timeout: float) -> tuple[Any, dict[str, Any], A
     return store, load, close
 
 
-def _entity_index(store: Any, rows: list[Any]) -> dict[str, Any]:
-    """Build the entity index and time its lookups; a build that fails (its queries' timeout) is reported."""
+def _entity_index(store: Any, rows: list[Any], disk: Path | None = None) -> dict[str, Any]:
+    """Build the entity index (in memory, or on disk at ``disk``) and time its lookups.
+
+    A build that fails (its queries' timeout) is reported.
+    """
     from kbqa_lit.errors import StoreError
+    from kbqa_lit.kb.index.entity_db import DiskEntityIndex
     from kbqa_lit.kb.index.entity_index import EntityIndex
 
     rss0, peak0 = _current_rss_mb(), _rss_mb()
     t0 = time.perf_counter()
     try:
-        index = EntityIndex.build(store)
+        index = EntityIndex.build(store) if disk is None else DiskEntityIndex.build(store, disk)
     except StoreError as exc:
         return {"seconds": round(time.perf_counter() - t0, 2), "error": str(exc)[:300]}
     seconds = time.perf_counter() - t0
@@ -134,16 +139,21 @@ def _entity_index(store: Any, rows: list[Any]) -> dict[str, Any]:
         t1 = time.perf_counter()
         index.search(row.question, top_l=10)
         lookups.append(time.perf_counter() - t1)
-    return {
+    out = {
         "seconds": round(seconds, 2),
         "rss_growth_mb": round(_current_rss_mb() - rss0, 1),  # the index, held
         "peak_growth_mb": round(_rss_mb() - peak0, 1),  # the build's peak above what came before
         "entities": len(index),
         **_ms(lookups),
     }
+    if disk is not None:
+        out["file_mb"] = round(disk.stat().st_size / 2**20, 1)
+    return out
 
 
-def measure(kb_dir: Path, timeout: float, sample: int, path_entities: int, store_kind: str) -> dict[str, Any]:
+def measure(
+    kb_dir: Path, timeout: float, sample: int, path_entities: int, store_kind: str, memory_index: bool = True
+) -> dict[str, Any]:
     """Measure every step on the KB in ``kb_dir`` (run in a child process; the encoder is not loaded)."""
     from kbqa_lit.kb.store.execute import run_sexpr
 
@@ -153,7 +163,9 @@ def measure(kb_dir: Path, timeout: float, sample: int, path_entities: int, store
     loader = _load_oxigraph if store_kind == "oxigraph" else _load_virtuoso
     store, out["load"], close = loader(kb_dir, timeout)
     try:
-        out["entity_index"] = _entity_index(store, rows)
+        # on disk first: its held memory and build peak are then not blurred by the in-memory index's
+        out["entity_index_disk"] = _entity_index(store, rows, disk=kb_dir / f"entities.{store_kind}.sqlite")
+        out["entity_index"] = _entity_index(store, rows) if memory_index else {}
         from kbqa_lit.kb.index.relation_inventory import RelationInventory
         from kbqa_lit.pipelines.selection.answer_type import AnswerTypes
         from kbqa_lit.pipelines.selection.path_fallback import PathFallback
@@ -172,6 +184,7 @@ def measure(kb_dir: Path, timeout: float, sample: int, path_entities: int, store
             per_q.append(time.perf_counter() - t1)
         out["answer_classes"] = _ms(per_q)
         out["paths"] = _paths(store, PathFallback(), rows, summary, path_entities)
+        out["systems"] = _systems(store, rows[: path_entities * 2], sorted(inv), sorted(classes))
         gold = []
         failed = 0
         for row in rows:
@@ -223,6 +236,48 @@ def _paths(store: Any, fallback: Any, rows: list[Any], summary: dict[str, Any], 
     return res
 
 
+def _systems(store: Any, rows: list[Any], relations: list[str], classes: list[str]) -> dict[str, Any]:
+    """Per question, the KB reads of FC-KBQA's pair checks and Keqing's chain execution (fresh caches each).
+
+    FC-KBQA: the question's topic entity against its gold relations and 12 others of the KB
+    (:class:`Connectivity`, relation-aware pruning and relation-entity pairs), the relation-relation
+    chains among them (:class:`RelationChains`) and the class-relation pairs of 4 classes
+    (:class:`TypedRelations`, the pairs' check when the ontology is not trusted). Keqing: the gold
+    chain executed from the seed entity (:class:`ChainExecutor`, the template chains' execution).
+    """
+    from kbqa_lit.kb.index.connectivity import Connectivity, RelationChains, TypedRelations
+    from kbqa_lit.kb.lf.chains import chain_from_sexpr
+    from kbqa_lit.kb.lf.sexpr import parse_sexpr, schema_items
+    from kbqa_lit.pipelines.keqing.retrieval import ChainExecutor
+
+    others = relations[:: max(1, len(relations) // 12)][:12]
+    some_classes = classes[:: max(1, len(classes) // 4)][:4]
+    times: dict[str, list[float]] = {"fc_entity_pairs": [], "fc_relation_chains": [], "fc_class_pairs": []}
+    times["keqing_chain"] = []
+    for row in rows:
+        items = schema_items(parse_sexpr(row.s_expression))
+        rels = list(dict.fromkeys([*items.relations, *others]))
+        topic = next(iter(row.topic_entities))
+        t0 = time.perf_counter()
+        Connectivity(store).connected([(r, topic) for r in rels])
+        times["fc_entity_pairs"].append(time.perf_counter() - t0)
+        pairs = [(a, b) for a in rels[:4] for b in rels[:4] if a != b]
+        t0 = time.perf_counter()
+        RelationChains(store).chained(pairs)
+        times["fc_relation_chains"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        typed = [(c, r, side) for c in some_classes for r in rels[:4] for side in ("domain", "range")]
+        TypedRelations(store).holds(typed)
+        times["fc_class_pairs"].append(time.perf_counter() - t0)
+        chain = chain_from_sexpr(row.s_expression)
+        if chain is not None:
+            executor = ChainExecutor(store)
+            t0 = time.perf_counter()
+            executor.execute(executor.seed_paths([chain[0]]), chain[1])
+            times["keqing_chain"].append(time.perf_counter() - t0)
+    return {k: {**_ms(v), "n": len(v)} for k, v in times.items()}
+
+
 STEPS = (
     ("load s", lambda m: m["load"]["seconds"]),
     ("store disk MB", lambda m: m["load"]["disk_mb"]),
@@ -232,6 +287,12 @@ STEPS = (
     ("entity index build peak growth MB", lambda m: m["entity_index"]["peak_growth_mb"]),
     ("entity lookup p50 ms", lambda m: m["entity_index"]["p50_ms"]),
     ("entity lookup p99 ms", lambda m: m["entity_index"]["p99_ms"]),
+    ("entity index (disk) build s", lambda m: m["entity_index_disk"]["seconds"]),
+    ("entity index (disk) file MB", lambda m: m["entity_index_disk"]["file_mb"]),
+    ("entity index (disk) held MB", lambda m: m["entity_index_disk"]["rss_growth_mb"]),
+    ("entity index (disk) build peak growth MB", lambda m: m["entity_index_disk"]["peak_growth_mb"]),
+    ("entity lookup (disk) p50 ms", lambda m: m["entity_index_disk"]["p50_ms"]),
+    ("entity lookup (disk) p99 ms", lambda m: m["entity_index_disk"]["p99_ms"]),
     ("relation inventory s (per KB)", lambda m: m["relation_inventory"]["seconds"]),
     ("class list s (per KB)", lambda m: m["class_list"]["seconds"]),
     ("answer classes p50 ms (per q)", lambda m: m["answer_classes"]["p50_ms"]),
@@ -244,6 +305,14 @@ STEPS = (
     ("paths hub rows read, max", lambda m: m["paths"]["hub"].get("rows_max", 0)),
     ("paths hub queries, max", lambda m: m["paths"]["hub"].get("queries_max", 0)),
     ("paths hub failed reads", lambda m: m["paths"]["hub"]["failed"]),
+    ("FC entity-relation pairs p50 ms (per q)", lambda m: m["systems"]["fc_entity_pairs"]["p50_ms"]),
+    ("FC entity-relation pairs p99 ms (per q)", lambda m: m["systems"]["fc_entity_pairs"]["p99_ms"]),
+    ("FC relation chains p50 ms (per q)", lambda m: m["systems"]["fc_relation_chains"]["p50_ms"]),
+    ("FC relation chains p99 ms (per q)", lambda m: m["systems"]["fc_relation_chains"]["p99_ms"]),
+    ("FC class-relation pairs p50 ms (per q)", lambda m: m["systems"]["fc_class_pairs"]["p50_ms"]),
+    ("FC class-relation pairs p99 ms (per q)", lambda m: m["systems"]["fc_class_pairs"]["p99_ms"]),
+    ("Keqing chain execution p50 ms (per q)", lambda m: m["systems"]["keqing_chain"]["p50_ms"]),
+    ("Keqing chain execution p99 ms (per q)", lambda m: m["systems"]["keqing_chain"]["p99_ms"]),
     ("gold query p50 ms", lambda m: m["gold"]["p50_ms"]),
     ("gold query p99 ms", lambda m: m["gold"]["p99_ms"]),
     ("peak RSS MB (bench process, with torch)", lambda m: m["peak_rss_mb"]),
@@ -290,12 +359,19 @@ def main(argv: list[str] | None = None) -> int:
         default=["oxigraph"],
         help="stores measured (virtuoso: a fresh local Virtuoso 7 per size, needs virtuoso-t)",
     )
+    ap.add_argument(
+        "--no-memory-index",
+        action="store_true",
+        help="measure only the on-disk entity index (the in-memory one's build needs a GROUP BY over every edge)",
+    )
     ap.add_argument("--store", default="oxigraph", help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, default=None, help="JSON results file (default: print only)")
     ap.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child is not None:
-        print(json.dumps(measure(args.child, args.timeout, args.sample, args.path_entities, args.store)))
+        memory_index = not args.no_memory_index
+        m = measure(args.child, args.timeout, args.sample, args.path_entities, args.store, memory_index)
+        print(json.dumps(m))
         return 0
     results: dict[str, dict[str, Any]] = {}
     for size in args.sizes:
@@ -307,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         for store in args.stores:
             cmd = [sys.executable, __file__, "--child", str(kb_dir), "--timeout", str(args.timeout), "--store", store]
             cmd += ["--sample", str(args.sample), "--path-entities", str(args.path_entities)]
+            cmd += ["--no-memory-index"] if args.no_memory_index else []
             done = subprocess.run(cmd, check=False, capture_output=True, text=True)
             if done.returncode != 0:
                 print(done.stderr[-3000:], file=sys.stderr)

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from kbqa_lit.kb.index.connectivity import Connectivity, RelationChains, TypedRelations, chain_ask_query
+from kbqa_lit.kb.index.connectivity import (
+    ASK_SAMPLE,
+    Connectivity,
+    RelationChains,
+    TypedRelations,
+    chain_ask_query,
+    typed_ask_query,
+)
 from kbqa_lit.kb.store import open_store
 from kbqa_lit.kb.store.loaders import build_store
 
@@ -51,5 +58,41 @@ def test_chains_and_edges_against_a_real_store(tmp_path):
             ("people.person", "film.film.directed_by", "range"),
         ]
         assert typed.holds(triples) == [True, False, True]
+    finally:
+        store.close()
+
+
+def _store(tmp_path, name, rows):
+    nt = tmp_path / f"{name}.nt"
+    nt.write_text("".join(f"<{NS}{s}> <{NS}{p}> <{NS}{o}> .\n" for s, p, o in rows))
+    build_store(tmp_path / name, [nt], "nt")
+    return open_store(tmp_path / name, cache_size=0)
+
+
+def test_ask_checks_follow_a_bounded_sample(tmp_path):
+    """By default a chain or typed ASK reads at most ASK_SAMPLE edges / instances (a negative one would otherwise
+    read every edge of the relation, a cost that grows with the KB); a connection beyond the sample is missed."""
+    birth = [(f"m.p{i}", "people.person.place_of_birth", f"m.c{i}") for i in range(40)]
+    cities = [(f"m.c{i}", "type.object.type", "location.location") for i in range(40)]
+    probe = _store(tmp_path, "probe", birth + cities)
+    try:  # the 5 edges / cities the store reads first; the one city with a country is put outside them
+        first_edges = probe.execute(f"SELECT ?y WHERE {{ ?x <{NS}people.person.place_of_birth> ?y }} LIMIT 5").answers
+        first_typed = probe.execute(f"SELECT ?x WHERE {{ ?x <{NS}type.object.type> ?c }} LIMIT 5").answers
+    finally:
+        probe.close()
+    city = next(f"m.c{i}" for i in range(40) if f"m.c{i}" not in set(first_edges) | set(first_typed))
+    store = _store(tmp_path, "kb", [*birth, *cities, (city, "location.location.containedby", "m.uk")])
+    try:
+        pair = ("people.person.place_of_birth", "location.location.containedby")
+        typed = ("location.location", "location.location.containedby", "domain")
+        assert RelationChains(store).sample == TypedRelations(store).sample == ASK_SAMPLE
+        assert f"LIMIT {ASK_SAMPLE}" in chain_ask_query(*pair, ASK_SAMPLE)
+        assert f"LIMIT {ASK_SAMPLE}" in typed_ask_query(*typed, ASK_SAMPLE)
+        assert RelationChains(store).chained([pair]) == [True]  # 40 edges: all inside the default sample
+        assert TypedRelations(store).holds([typed]) == [True]
+        assert RelationChains(store, sample=None).chained([pair]) == [True]
+        assert TypedRelations(store, sample=None).holds([typed]) == [True]
+        assert RelationChains(store, sample=5).chained([pair]) == [False]  # the connection is past the sample
+        assert TypedRelations(store, sample=5).holds([typed]) == [False]
     finally:
         store.close()

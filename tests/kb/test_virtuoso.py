@@ -562,3 +562,22 @@ def test_disk_entity_index_from_virtuoso_answers_as_the_oxigraph_one(
         assert from_virtuoso.search(ex.question) == from_oxigraph.search(ex.question), ex.question
     with pytest.raises(UserInputError, match="needs a file"):
         EntityIndex.for_store(virtuoso, backend="disk")
+
+
+@pytest.mark.virtuoso
+def test_sampled_chain_and_typed_asks_are_the_same_on_virtuoso_and_oxigraph(
+    virtuoso: EndpointStore, oxigraph: OxigraphStore
+) -> None:
+    """FC-KBQA's pair ASKs with their bounded sample (a LIMIT subquery) read the same on both stores."""
+    from kbqa_lit.kb.index.connectivity import RelationChains, TypedRelations
+    from kbqa_lit.kb.index.relation_inventory import RelationInventory
+    from kbqa_lit.pipelines.selection.answer_type import AnswerTypes
+
+    relations = sorted(RelationInventory.from_store(oxigraph))[:8]
+    pairs = [(a, b) for a in relations for b in [*relations, *(f"(R {r})" for r in relations)] if a != b]
+    on_ox = RelationChains(oxigraph, sample=50).chained(pairs)
+    assert RelationChains(virtuoso, sample=50).chained(pairs) == on_ox and any(on_ox) and not all(on_ox)
+    classes = sorted(AnswerTypes().kb_classes(oxigraph))[:6]
+    triples = [(c, r, side) for c in classes for r in relations for side in ("domain", "range")]
+    typed_ox = TypedRelations(oxigraph).holds(triples)
+    assert TypedRelations(virtuoso).holds(triples) == typed_ox and any(typed_ox)
