@@ -81,7 +81,7 @@ def build_component_stage(cfg: DetectConfig, store: Any) -> ComponentStage:
         JsonMentionLinker(link.json) if link.json else IndexMentionLinker(index, max_candidates=link.max_candidates)
     )
     linker = FCEntityLinker(mentions, store, index.degree, link.top_k, link.prune, link.on_empty)
-    pairs = PairBuilder(ontology, store, cfg.pairs.type_match, cfg.pairs.reverse_hops)
+    pairs = PairBuilder(ontology, store, cfg.pairs.type_match, cfg.pairs.reverse_hops, ask_sample=cfg.pairs.ask_sample)
     sk = cfg.skeleton
     parser: Any = None
     if sk.source == "neighbours":

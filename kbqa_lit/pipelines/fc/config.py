@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.backbones.common import MINILM
-from kbqa_lit.errors import check_choice
+from kbqa_lit.errors import UserInputError, check_choice
+from kbqa_lit.kb.index.connectivity import ASK_SAMPLE
 from kbqa_lit.pipelines.config_files import build_config, read_config_mapping
 from kbqa_lit.pipelines.fc.pairs import TYPE_MATCHES
 from kbqa_lit.pipelines.fc.pruning import ON_EMPTY
@@ -90,13 +91,20 @@ class PairsConfig:
             "is", the paper's), ``hierarchy`` or ``kb`` (the KB's types, ours).
         reverse_hops: Relation–relation pairs may use backward ``(R r)`` hops (ours; ``False``:
             the paper's forward pairs).
+        ask_sample: Edges of the first relation (instances of the class) each relation–relation
+            (``type_match: kb`` class–relation) ASK follows: a bounded cost on a large KB
+            (:data:`~kbqa_lit.kb.index.connectivity.ASK_SAMPLE`); ``null``: every edge (exact, a cost
+            that grows with the KB).
     """
 
     type_match: str = "kb"
     reverse_hops: bool = True
+    ask_sample: int | None = ASK_SAMPLE
 
     def __post_init__(self) -> None:
         check_choice("pairs.type_match", self.type_match, TYPE_MATCHES)
+        if self.ask_sample is not None and (isinstance(self.ask_sample, bool) or int(self.ask_sample) < 1):
+            raise UserInputError(f"pairs.ask_sample must be a positive integer or null, got {self.ask_sample!r}")
 
 
 @dataclass

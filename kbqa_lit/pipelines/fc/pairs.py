@@ -47,7 +47,7 @@ from typing import Any
 from kbqa_lit.data.fc.composer_inputs import Pair
 from kbqa_lit.data.fc.schema_source import LITERAL_TYPE_PREFIX
 from kbqa_lit.errors import UserInputError, check_choice
-from kbqa_lit.kb.index.connectivity import RelationChains, TypedRelations
+from kbqa_lit.kb.index.connectivity import ASK_SAMPLE, RelationChains, TypedRelations
 from kbqa_lit.kb.lf.ontology import Ontology
 from kbqa_lit.kb.lf.sexpr import SKELETON_TOKENS, base_relation
 from kbqa_lit.pipelines.fc.pruning import LinkedEntity
@@ -94,6 +94,8 @@ class PairBuilder:
         type_match: ``exact``, ``hierarchy`` or ``kb``.
         reverse_hops: Relation–relation pairs may take a hop backwards (``(R r)``).
         batch_size: ASK queries per batch.
+        ask_sample: Edges / instances each chain or typed ASK follows (``None``: all; see
+            :class:`~kbqa_lit.kb.index.connectivity.RelationChains`).
     """
 
     def __init__(
@@ -103,6 +105,7 @@ class PairBuilder:
         type_match: str = "hierarchy",
         reverse_hops: bool = True,
         batch_size: int = 100,
+        ask_sample: int | None = ASK_SAMPLE,
     ) -> None:
         check_choice("type_match", type_match, TYPE_MATCHES)
         if type_match == "kb" and store is None:
@@ -110,8 +113,8 @@ class PairBuilder:
         self.ontology = ontology
         self.type_match = type_match
         self.reverse_hops = reverse_hops
-        self.chains = RelationChains(store, batch_size) if store is not None else None
-        self.typed = TypedRelations(store, batch_size) if store is not None else None
+        self.chains = RelationChains(store, batch_size, ask_sample) if store is not None else None
+        self.typed = TypedRelations(store, batch_size, ask_sample) if store is not None else None
 
     def same_type(self, a: str | None, b: str | None) -> bool:
         """Whether two classes match under ``type_match`` (literal types never do)."""

@@ -28,7 +28,7 @@ DETECT_DEFAULTS = {
     "class_extractor": None,
     "detection": {"recall_size": 100, "top_k": 10},
     "linking": {"json": None, "max_candidates": 50, "top_k": 10, "prune": True, "on_empty": "keep"},
-    "pairs": {"type_match": "kb", "reverse_hops": True},
+    "pairs": {"type_match": "kb", "reverse_hops": True, "ask_sample": 10_000},
     "skeleton": {
         "source": "parser",
         "checkpoint": None,
@@ -132,3 +132,17 @@ def test_unknown_keys_wrong_values_and_moved_keys_are_errors_naming_file_and_key
             parse_compose_config(apply_set_pairs({"kb": {"store": "kb"}}, overrides), "c.yaml")
     whole = parse_compose_config({"kb": {"store": "kb"}, "paths": {"override_margin": 1}}, "c.yaml")
     assert whole.paths.override_margin == 1  # an int is a float
+
+
+def test_pairs_ask_sample_reaches_the_pair_checks():
+    from kbqa_lit.kb.index.connectivity import ASK_SAMPLE
+    from kbqa_lit.kb.lf.ontology import Ontology
+    from kbqa_lit.pipelines.fc.config import PairsConfig
+    from kbqa_lit.pipelines.fc.pairs import PairBuilder
+
+    assert PairsConfig().ask_sample == ASK_SAMPLE and PairsConfig(ask_sample=None).ask_sample is None
+    for bad in (0, -3, True):
+        with pytest.raises(UserInputError, match="pairs.ask_sample"):
+            PairsConfig(ask_sample=bad)
+    builder = PairBuilder(Ontology({}), store=object(), type_match="kb", ask_sample=7)
+    assert builder.chains.sample == builder.typed.sample == 7
