@@ -96,3 +96,34 @@ def test_ask_checks_follow_a_bounded_sample(tmp_path):
         assert TypedRelations(store, sample=5).holds([typed]) == [False]
     finally:
         store.close()
+
+
+class _Recording:
+    def __init__(self, store):
+        self.store, self.queries = store, []
+
+    def execute(self, sparql):
+        self.queries.append(sparql)
+        return self.store.execute(sparql)
+
+
+def test_entity_pairs_stop_at_the_first_edge(tmp_path):
+    """A hub's (relation, entity) pairs cost what any entity's cost: FILTER EXISTS, not a join over its edges."""
+    rows = [(f"m.p{i}", "people.person.nationality", "m.hub") for i in range(300)]
+    rows += [("m.hub", "location.location.containedby", "m.world")]
+    store = _store(tmp_path, "kb", rows)
+    try:
+        recording = _Recording(store)
+        pairs = [
+            ("people.person.nationality", "m.hub"),
+            ("location.location.containedby", "m.hub"),
+            ("film.film.directed_by", "m.hub"),
+            ("people.person.nationality", "m.p7"),
+        ]
+        assert Connectivity(recording).connected(pairs) == [True, True, False, True]
+        (query,) = recording.queries
+        assert "FILTER EXISTS" in query and "DISTINCT" not in query
+        # the query returns one row per connected pair, not one per edge of the hub
+        assert len(store.execute(query).answers) == 3
+    finally:
+        store.close()

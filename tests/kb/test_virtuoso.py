@@ -566,10 +566,10 @@ def test_disk_entity_index_from_virtuoso_answers_as_the_oxigraph_one(
 
 @pytest.mark.virtuoso
 def test_sampled_chain_and_typed_asks_are_the_same_on_virtuoso_and_oxigraph(
-    virtuoso: EndpointStore, oxigraph: OxigraphStore
+    examples: list[KBQAExample], virtuoso: EndpointStore, oxigraph: OxigraphStore
 ) -> None:
-    """FC-KBQA's pair ASKs with their bounded sample (a LIMIT subquery) read the same on both stores."""
-    from kbqa_lit.kb.index.connectivity import RelationChains, TypedRelations
+    """FC-KBQA's pair checks in their bounded forms (LIMIT subqueries, FILTER EXISTS) read the same on both stores."""
+    from kbqa_lit.kb.index.connectivity import Connectivity, RelationChains, TypedRelations
     from kbqa_lit.kb.index.relation_inventory import RelationInventory
     from kbqa_lit.pipelines.selection.answer_type import AnswerTypes
 
@@ -581,3 +581,7 @@ def test_sampled_chain_and_typed_asks_are_the_same_on_virtuoso_and_oxigraph(
     triples = [(c, r, side) for c in classes for r in relations for side in ("domain", "range")]
     typed_ox = TypedRelations(oxigraph).holds(triples)
     assert TypedRelations(virtuoso).holds(triples) == typed_ox and any(typed_ox)
+    entities = list(dict.fromkeys(e for ex in examples[:30] for e in ex.topic_entities))
+    pairs_e = [(r, e) for r in relations for e in entities]
+    linked = Connectivity(oxigraph, batch_size=40).connected(pairs_e)
+    assert Connectivity(virtuoso, batch_size=40).connected(pairs_e) == linked and any(linked) and not all(linked)
