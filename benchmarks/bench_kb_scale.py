@@ -185,6 +185,7 @@ def measure(
         out["answer_classes"] = _ms(per_q)
         out["paths"] = _paths(store, PathFallback(), rows, summary, path_entities)
         out["systems"] = _systems(store, rows[: path_entities * 2], sorted(inv), sorted(classes))
+        out["systems"]["fc_entity_pairs_hub"] = _hub_pairs(store, summary, sorted(inv))
         gold = []
         failed = 0
         for row in rows:
