@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import time
+from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -84,10 +85,11 @@ class EntityIndex(SurfaceSearch):
         for eid, alias in self.aliases:
             self._add(eid, alias, "alias")
         self._keys = list(self._normed)
-        self._grams: dict[str, list[int]] = defaultdict(list)
+        grams: dict[str, array[int]] = defaultdict(lambda: array("I"))
         for i, key in enumerate(self._keys):
             for g in trigrams(key):
-                self._grams[g].append(i)
+                grams[g].append(i)
+        self._grams: dict[str, array[int]] = dict(grams)
         longest = max((len(k.split()) for k in self._exact), default=1)
         self.max_ngram = int(max_ngram or ngram_limit(longest))
         self._common = common_posting(len(self._keys))  # trigrams in more surfaces than this say little

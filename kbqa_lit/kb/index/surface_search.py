@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from kbqa_lit.errors import StoreError
 from kbqa_lit.kb.index.edges import relation_edges
@@ -150,17 +151,17 @@ class SurfaceSearch:
 
     def _fuzzy(self, norm: str, threshold: float, limit: int = 30) -> list[tuple[str, float]]:
         grams = trigrams(norm)
-        counts: Counter[int] = Counter()
-        for g in sorted(grams):  # sorted: ties among the most shared keep one order, whatever the hash seed
-            posting = self._posting(g)
-            if posting:
-                counts.update(posting)
-        need = 0.5 * len(grams)
+        # sorted: ties among the most shared keep one order (their first appearance), whatever the hash seed
+        postings = [p for g in sorted(grams) if (p := self._posting(g))]
+        if not postings:
+            return []
+        ids = np.concatenate([np.asarray(p, dtype=np.int64) for p in postings])
+        keys, first, shared = np.unique(ids, return_index=True, return_counts=True)
+        enough = shared >= 0.5 * len(grams)
+        keys, first, shared = keys[enough], first[enough], shared[enough]
         found = []
-        for i, shared in counts.most_common(limit):
-            if shared < need:
-                break
-            key = self._key(i)
+        for i in np.lexsort((first, -shared))[:limit]:  # most shared first, then first seen
+            key = self._key(int(keys[i]))
             if abs(len(key) - len(norm)) > 0.4 * max(len(key), len(norm)):
                 continue
             sim = label_similarity(norm, key)
