@@ -227,7 +227,12 @@ def register(subparsers: Any) -> None:
     ent.add_argument("--out", required=True, type=Path, help="output JSON-lines file (written atomically)")
     ent.add_argument("--top-l", type=_top_l, default=10, help="candidates per question (default 10)")
     ent.add_argument("--fuzzy-threshold", type=float, default=0.8, help="least fuzzy similarity (default 0.8)")
-    ent.add_argument("--index", type=Path, default=None, help="entity index file (default <store>.entities.json)")
+    ent.add_argument(
+        "--index",
+        type=Path,
+        default=None,
+        help="entity index file: *.sqlite on disk, else in memory (default beside the store; KBQA_ENTITY_INDEX)",
+    )
     ent.add_argument("--rebuild", action="store_true", help="rebuild the entity index even if it exists")
     ent.add_argument("--timeout", type=float, default=600.0, help="store query timeout in seconds (default 600)")
     _add_schema_query(ent)

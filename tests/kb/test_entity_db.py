@@ -160,6 +160,9 @@ def test_for_store_backends(world_store: Path, tmp_path: Path, monkeypatch: pyte
         disk = EntityIndex.for_store(store, backend="disk")
         assert isinstance(disk, DiskEntityIndex) and disk.path == disk_index_path(world_store)
         assert isinstance(EntityIndex.for_store(store), DiskEntityIndex)  # auto: a fresh on-disk index exists
+        mine = EntityIndex.for_store(store, path=tmp_path / "mine.json")  # a given file decides by its suffix
+        assert type(mine) is EntityIndex and (tmp_path / "mine.json").is_file()
+        assert isinstance(EntityIndex.for_store(store, path=tmp_path / "mine.sqlite"), DiskEntityIndex)
         monkeypatch.setenv("KBQA_ENTITY_INDEX", "memory")
         assert type(EntityIndex.for_store(store)) is EntityIndex
         monkeypatch.setenv("KBQA_ENTITY_INDEX", "sqlite")

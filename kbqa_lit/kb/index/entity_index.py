@@ -214,9 +214,10 @@ class EntityIndex(SurfaceSearch):
             refresh: Rebuild even when the file exists.
             backend: ``memory`` (:class:`EntityIndex`), ``disk``
                 (:class:`~kbqa_lit.kb.index.entity_db.DiskEntityIndex`: names stay in an SQLite file)
-                or ``auto``: disk when an up-to-date on-disk index exists next to the store or the
-                store holds at least :data:`DISK_INDEX_TRIPLES` triples, else memory. Default: the
-                ``KBQA_ENTITY_INDEX`` environment variable, else ``auto``.
+                or ``auto``: a given ``path`` decides by its suffix (``.sqlite``: disk); else disk when
+                an up-to-date on-disk index exists next to the store or the store holds at least
+                :data:`DISK_INDEX_TRIPLES` triples, else memory. Default: the ``KBQA_ENTITY_INDEX``
+                environment variable, else ``auto``.
 
         Raises:
             UserInputError: When ``backend`` is none of the three.
@@ -253,11 +254,14 @@ DISK_INDEX_TRIPLES = 5_000_000
 
 
 def _auto_backend(store: Any, identity: str, path: str | Path | None) -> str:
+    """A given file decides by its suffix (``.sqlite``: disk); else a fresh on-disk file beside the store, else size."""
+    if path is not None:
+        return "disk" if Path(path).suffix == ".sqlite" else "memory"
     store_dir = getattr(store, "path", None)
-    disk_file = Path(path) if path is not None and Path(path).suffix == ".sqlite" else None
-    if disk_file is None and store_dir is not None:
-        disk_file = disk_index_path(store_dir)
-    if disk_file is not None and disk_file.is_file():
+    if store_dir is None:
+        return "memory"
+    disk_file = disk_index_path(store_dir)
+    if disk_file.is_file():
         try:
             index = DiskEntityIndex(disk_file)
             fresh = index.source == identity
@@ -266,11 +270,8 @@ def _auto_backend(store: Any, identity: str, path: str | Path | None) -> str:
                 return "disk"
         except DataFormatError:
             pass
-    if path is not None:
-        return "disk" if Path(path).suffix == ".sqlite" else "memory"
-    manifest = Path(store_dir) / "kbqa_store.json" if store_dir is not None else None
     try:
-        triples = int(json.loads(manifest.read_text(encoding="utf-8")).get("triples", 0)) if manifest else 0
+        triples = int(json.loads((Path(store_dir) / "kbqa_store.json").read_text(encoding="utf-8")).get("triples", 0))
     except (OSError, ValueError, TypeError, AttributeError):
         triples = 0
     return "disk" if triples >= DISK_INDEX_TRIPLES else "memory"
