@@ -112,10 +112,22 @@ def _load_virtuoso(kb_dir: Path, timeout: float) -> tuple[Any, dict[str, Any], A
         raise
 
     def close() -> None:
+        load["server_peak_rss_mb"] = _server_peak_mb(server.pid)  # after every step: the server's high-water mark
         store.close()
         server.__exit__(None, None, None)
 
     return store, load, close
+
+
+def _server_peak_mb(pid: int | None) -> float | None:
+    """A server process's peak resident memory (``VmHWM``), MB; ``None`` when it cannot be read."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except (OSError, ValueError, TypeError):
+        pass
+    return None
 
 
 def _entity_index(store: Any, rows: list[Any], disk: Path | None = None) -> dict[str, Any]:
@@ -296,6 +308,7 @@ STEPS = (
     ("store disk MB", lambda m: m["load"]["disk_mb"]),
     ("entity index build s", lambda m: m["entity_index"]["seconds"]),
     ("load peak RSS MB", lambda m: m["load"]["peak_rss_mb"] or 0),
+    ("Virtuoso server peak RSS MB", lambda m: m["load"].get("server_peak_rss_mb") or float("nan")),
     ("entity index held MB", lambda m: m["entity_index"]["rss_growth_mb"]),
     ("entity index build peak growth MB", lambda m: m["entity_index"]["peak_growth_mb"]),
     ("entity lookup p50 ms", lambda m: m["entity_index"]["p50_ms"]),
