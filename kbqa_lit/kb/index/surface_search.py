@@ -156,9 +156,12 @@ class SurfaceSearch:
         if not postings:
             return []
         ids = np.concatenate([np.asarray(p, dtype=np.int64) for p in postings])
-        keys, first, shared = np.unique(ids, return_index=True, return_counts=True)
-        enough = shared >= 0.5 * len(grams)
-        keys, first, shared = keys[enough], first[enough], shared[enough]
+        counts = np.bincount(ids)
+        enough = np.zeros(len(counts), dtype=bool)
+        enough[np.flatnonzero(counts >= 0.5 * len(grams))] = True
+        # the first appearance of each key that shares enough, in the order the postings were read
+        keys, first = np.unique(ids[enough[ids]], return_index=True)
+        shared = counts[keys]
         found = []
         for i in np.lexsort((first, -shared))[:limit]:  # most shared first, then first seen
             key = self._key(int(keys[i]))
