@@ -30,6 +30,7 @@ Usage::
     nice -n 10 python benchmarks/bench_kb_scale.py --sizes 1e5 1e6 --work /tmp/kbscale
     nice -n 10 python benchmarks/bench_kb_scale.py --sizes 1e5 1e6 --stores oxigraph virtuoso --work /tmp/kbscale
     nice -n 10 python benchmarks/bench_kb_scale.py --sizes 1e5 1e6 1e7 --work /data/kbscale   # 10^7: ~1 GB disk
+    python benchmarks/bench_kb_scale.py --merge small.json big.json     # one table from two runs' --out files
 """
 
 from __future__ import annotations
@@ -354,12 +355,13 @@ def _get(get: Any, m: dict[str, Any]) -> float:
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
-    """Step × size (× store), with the growth factor between consecutive sizes of each store."""
+    """Step × size (× store), with the growth factor between consecutive sizes of each store (and first → last)."""
     sizes = list(results)
     by_store: dict[str, list[str]] = {}
     for key in sizes:
         by_store.setdefault(results[key].get("store", "oxigraph"), []).append(key)
     pairs = [(a, b) for keys in by_store.values() for a, b in zip(keys, keys[1:], strict=False)]
+    pairs += [(keys[0], keys[-1]) for keys in by_store.values() if len(keys) > 2]  # smallest → largest
     head = ["step"] + sizes + [f"{a}→{b}" for a, b in pairs]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, get in STEPS:
@@ -394,7 +396,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--store", default="oxigraph", help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, default=None, help="JSON results file (default: print only)")
     ap.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--merge", nargs="+", type=Path, default=None, help="print one table from earlier --out files (no measuring)"
+    )
     args = ap.parse_args(argv)
+    if args.merge:
+        merged: dict[str, dict[str, Any]] = {}
+        for path in args.merge:
+            merged.update(json.loads(path.read_text())["results"])
+        print(table(dict(sorted(merged.items(), key=lambda kv: ("virtuoso" in kv[0], float(kv[0].split()[0]))))))
+        return 0
     if args.child is not None:
         memory_index = not args.no_memory_index
         m = measure(args.child, args.timeout, args.sample, args.path_entities, args.store, memory_index)
