@@ -113,12 +113,10 @@ def chain_ask_query(first: str, second: str, sample: int | None = None) -> str:
     ``(R r)`` would otherwise hold for every ``r`` (back along the same edge). With ``sample``, only
     the first ``sample`` edges of ``first`` are followed (a subquery with ``LIMIT``): bounded cost.
     """
-    hop1, hop2 = _hop(first, "?x", "?y"), _hop(second, "?y", "?z")
-    if sample is None:
-        return f"ASK {{ {hop1} . {hop2} FILTER(?x != ?z) }}"
-    # each sampled edge is looked up on its own (FILTER EXISTS), not joined with every edge of ``second``
-    sampled = f"{{ SELECT ?x ?y WHERE {{ {hop1} }} LIMIT {int(sample)} }}"
-    return f"ASK {{ {sampled} FILTER EXISTS {{ {hop2} FILTER(?x != ?z) }} }}"
+    hop1 = _hop(first, "?x", "?y")
+    if sample is not None:
+        hop1 = f"{{ SELECT ?x ?y WHERE {{ {hop1} }} LIMIT {int(sample)} }}"
+    return f"ASK {{ {hop1} . {_hop(second, '?y', '?z')} FILTER(?x != ?z) }}"
 
 
 class RelationChains:
@@ -163,9 +161,9 @@ def typed_ask_query(cls: str, relation: str, side: str, sample: int | None = Non
     c, r, t = f"<{iri(cls)}>", f"<{iri(relation)}>", f"<{iri(TYPE_RELATION)}>"
     node = "?x" if side == "domain" else "?y"
     typed = f"{node} {t} {c}"
-    if sample is None:
-        return f"ASK {{ {typed} . ?x {r} ?y }}"
-    return f"ASK {{ {{ SELECT {node} WHERE {{ {typed} }} LIMIT {int(sample)} }} FILTER EXISTS {{ ?x {r} ?y }} }}"
+    if sample is not None:
+        typed = f"{{ SELECT {node} WHERE {{ {typed} }} LIMIT {int(sample)} }}"
+    return f"ASK {{ {typed} . ?x {r} ?y }}"
 
 
 class TypedRelations:
