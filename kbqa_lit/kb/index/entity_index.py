@@ -18,7 +18,10 @@ hinted mention: its matches get +0.05. Candidates are ranked by score, then ment
 (words), then popularity (degree), and the best match of each entity is kept.
 
 The index is persisted next to the store (``<store>.entities.json``, keyed by the store's build
-id) so it is built once; :meth:`EntityIndex.for_store` loads or builds it. 1-hop relations of
+id) so it is built once; :meth:`EntityIndex.for_store` loads or builds it, or, for a large KB, the
+on-disk form (:class:`~kbqa_lit.kb.index.entity_db.DiskEntityIndex`, ``<store>.entities.sqlite``,
+same answers). The matching rules live in :class:`~kbqa_lit.kb.index.surface_search.SurfaceSearch`,
+which both forms share. 1-hop relations of
 candidates (either direction) come from one batched ``VALUES`` query per 100 entities and are
 cached in memory (:meth:`EntityIndex.relations_of`).
 """
