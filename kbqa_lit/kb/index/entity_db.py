@@ -153,7 +153,7 @@ class _Writer:
         """Trigram → ascending surface ids, collected a bounded number of entries at a time."""
         conn = self.conn
         chunk: dict[str, array] = {}
-        held = flushes = 0
+        held = 0
 
         def flush() -> None:
             conn.executemany("INSERT INTO gram_part VALUES (?, ?)", ((g, a.tobytes()) for g, a in chunk.items()))
@@ -165,7 +165,7 @@ class _Writer:
                 held += 1
             if held >= _POSTINGS_PER_FLUSH:
                 flush()
-                held, flushes = 0, flushes + 1
+                held = 0
         if chunk:
             flush()
         merged: list[tuple[str, int, bytes | None]] = []
@@ -193,9 +193,8 @@ class _Writer:
 
 
 def _posting_row(g: str, parts: list[bytes], common: int) -> tuple[str, int, bytes | None]:
-    blob = b"".join(parts)
-    n = len(blob) // array("I").itemsize
-    return g, n, (blob if n <= common else None)
+    n = sum(len(p) for p in parts) // array("I").itemsize
+    return g, n, (b"".join(parts) if n <= common else None)  # a posting the fuzzy match never reads is not kept
 
 
 def _batches(rows: Iterable[Any]) -> Iterator[list[Any]]:
