@@ -17,6 +17,10 @@ Commands:
   the database already in ``DIR``.
 - ``kbqa kb stop-virtuoso --dir DIR [--clean]`` shuts that server down (``--clean`` also deletes
   the database files).
+- ``kbqa kb entity-index --store DIR_OR_URL [--backend auto|memory|disk] [--index FILE] [--rebuild]
+  [--timeout S]`` builds (or checks) the entity index that linking uses, once per store, and prints
+  its statistics as JSON (``backend``, ``path``, ``entities``, ``build_seconds``...): a large KB's on-disk
+  index takes minutes (``docs/kb.md``), better spent once than inside the first command that links.
 """
 
 from __future__ import annotations
@@ -103,6 +107,43 @@ def cmd_query(args: argparse.Namespace) -> int:
         }
     )
     return 0 if result.ok else 1
+
+
+def cmd_entity_index(args: argparse.Namespace) -> int:
+    """Build or load a store's entity index (``kbqa kb entity-index``) and print its statistics.
+
+    Args:
+        args: Parsed arguments: ``store``, ``backend``, ``index``, ``rebuild``, ``timeout``.
+
+    Returns:
+        The exit status (0).
+
+    Raises:
+        StoreError: When the store does not exist or a read fails.
+        UserInputError: For an endpoint's on-disk index without ``--index``.
+    """
+    import time
+
+    from kbqa_lit.kb.index.entity_db import DiskEntityIndex
+    from kbqa_lit.kb.index.entity_index import EntityIndex, index_cache_path
+    from kbqa_lit.kb.store import open_store
+
+    store = check_reachable(open_store(args.store, timeout=args.timeout, cache_size=0))
+    try:
+        t0 = time.perf_counter()
+        index = EntityIndex.for_store(store, path=args.index, refresh=args.rebuild, backend=args.backend)
+        seconds = time.perf_counter() - t0
+    finally:
+        store.close()
+    disk = isinstance(index, DiskEntityIndex)
+    path = index.path if disk else args.index
+    if path is None and getattr(store, "path", None) is not None:
+        path = index_cache_path(store.path)
+    print_json(
+        {"backend": "disk" if disk else "memory", "path": str(path) if path else None, "seconds": round(seconds, 3)}
+        | index.stats
+    )
+    return 0
 
 
 def _virtuoso_server(args: argparse.Namespace) -> Any:
@@ -314,5 +355,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     query.add_argument("--timeout", type=_positive, default=None, help="seconds before the query is given up")
     query.add_argument("query", metavar="QUERY", help="SPARQL text, or @FILE to read it from a file")
     query.set_defaults(func=cmd_query)
+
+    ent = kb_sub.add_parser(
+        "entity-index",
+        help="build (or check) the entity index that linking uses",
+        description="Build the store's entity index once (in memory as <store>.entities.json, or on disk as "
+        "<store>.entities.sqlite) and print its statistics as JSON.",
+    )
+    ent.add_argument("--store", required=True, help="an Oxigraph store directory or an http(s) SPARQL endpoint URL")
+    ent.add_argument(
+        "--backend",
+        choices=("auto", "memory", "disk"),
+        default=None,
+        help="memory, disk (SQLite) or auto (disk for >= 5e6 triples or when its file exists); "
+        "default KBQA_ENTITY_INDEX, else auto",
+    )
+    ent.add_argument("--index", type=Path, default=None, help="the index file (default beside the store)")
+    ent.add_argument("--rebuild", action="store_true", help="rebuild even when an up-to-date index exists")
+    ent.add_argument("--timeout", type=_positive, default=600.0, help="store query timeout, seconds (default 600)")
+    ent.set_defaults(func=cmd_entity_index)
 
     _register_virtuoso(kb_sub)

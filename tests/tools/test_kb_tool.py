@@ -127,3 +127,24 @@ def test_a_second_build_of_the_same_store_stops_at_once(
     code, out, err = run(capsys, "kb", "build", "--format", "metaqa", "--store", str(store), str(kb_file))
     assert code == 0, err
     assert json.loads(out)["triples"] == 3 + 5
+
+
+def test_entity_index_command_builds_once_in_either_form(
+    tmp_path: Path, kb_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KBQA_ENTITY_INDEX", raising=False)
+    store = str(tmp_path / "store")
+    run(capsys, "kb", "build", "--format", "metaqa", "--store", store, str(kb_file))
+    code, out, _ = run(capsys, "kb", "entity-index", "--store", store)
+    memory = json.loads(out)
+    assert code == 0 and memory["backend"] == "memory" and memory["entities"] == 5
+    assert memory["path"] == f"{store}.entities.json" and Path(memory["path"]).is_file()
+    code, out, _ = run(capsys, "kb", "entity-index", "--store", store, "--backend", "disk")
+    disk = json.loads(out)
+    assert code == 0 and disk["backend"] == "disk" and disk["entities"] == 5 and disk["file_mb"] >= 0
+    assert disk["path"] == f"{store}.entities.sqlite" and Path(disk["path"]).is_file()
+    built = Path(disk["path"]).stat().st_mtime_ns
+    code, out, _ = run(capsys, "kb", "entity-index", "--store", store)  # auto: the fresh file beside the store
+    assert json.loads(out)["backend"] == "disk" and Path(disk["path"]).stat().st_mtime_ns == built
+    code, _, err = run(capsys, "kb", "entity-index", "--store", str(tmp_path / "nope"))
+    assert code == 2 and "no knowledge-base store" in err
