@@ -37,6 +37,8 @@ HINT_BONUS = 0.05
 POSTING_CAP = 20_000
 #: Longest question n-gram tried, whatever the longest surface.
 MAX_NGRAM = 12
+#: Mentions whose lookups an index keeps (then it starts over).
+LOOKUP_CACHE = 100_000
 
 
 def normalize_surface(text: str) -> str:
@@ -131,7 +133,23 @@ class SurfaceSearch:
     # ------------------------------------------------------------------ lookup
 
     def lookup(self, mention: str, fuzzy_threshold: float = 0.8) -> list[tuple[str, str, float]]:
-        """``(id, match kind, score)`` of every entity a mention matches, best first."""
+        """``(id, match kind, score)`` of every entity a mention matches, best first.
+
+        Answers are kept per ``(mention, fuzzy_threshold)`` (at most :data:`LOOKUP_CACHE`; the index does
+        not change once built): questions share most of their n-grams (question words, templates), and a
+        fuzzy lookup reads posting lists that grow with the KB.
+        """
+        cache = self.__dict__.get("_lookups")
+        if cache is None:
+            cache = self.__dict__["_lookups"] = {}
+        found = cache.get((mention, fuzzy_threshold))
+        if found is None:
+            if len(cache) >= LOOKUP_CACHE:
+                cache.clear()
+            found = cache[(mention, fuzzy_threshold)] = self._lookup(mention, fuzzy_threshold)
+        return list(found)
+
+    def _lookup(self, mention: str, fuzzy_threshold: float) -> list[tuple[str, str, float]]:
         out: dict[str, tuple[str, float]] = {}
         surface = mention.strip(STRIP) or mention
         for text in dict.fromkeys((mention, surface)):
