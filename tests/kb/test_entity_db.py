@@ -141,6 +141,16 @@ def test_create_from_rows_and_a_failed_build_leaves_no_file(tmp_path: Path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx.sqlite"]
 
 
+def test_a_pickled_disk_index_reopens_its_file(tmp_path: Path):
+    import pickle
+
+    index = DiskEntityIndex.create(tmp_path / "idx.sqlite", [("m.a", "Midnight Fever", 3), ("m.b", "Fever", 9)])
+    index.search("who sang Midnight Fevr")
+    copy = pickle.loads(pickle.dumps(index))  # what a spawned worker receives
+    assert copy.path == index.path and copy is not index
+    assert copy.search("who sang Midnight Fevr") == index.search("who sang Midnight Fevr") != []
+
+
 def test_not_an_index_is_a_clear_error(tmp_path: Path):
     with pytest.raises(UserInputError, match="no entity index file"):
         DiskEntityIndex(tmp_path / "missing.sqlite")

@@ -241,6 +241,13 @@ class DiskEntityIndex(SurfaceSearch):
         self._entities: dict[str, tuple[str, int] | None] = {}
         self._relations: dict[str, list[str]] = {}
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A pickled copy (a spawned worker's) keeps the file's path and reopens it (no connection, no caches)."""
+        return {"path": str(self.path), "store": self.store}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["path"], store=state["store"])  # type: ignore[misc]
+
     def _rows(self, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
         with self._lock:
             return self._conn.execute(sql, args).fetchall()
