@@ -76,7 +76,8 @@ class EncoderReasoner(Reasoner):
         check_lengths(questions, candidates, triples)
         # one batched encoder pass for every question and relation of the batch (the loop below reads the cache)
         words = {relation_words(r) for context in triples for _, r, _ in context}
-        self.embeddings.embed([*questions, *sorted(words)])
+        if questions:
+            self.embeddings.embed([*questions, *sorted(words)])
         results = []
         for question, cands, context in zip(questions, candidates, triples, strict=True):
             cands = list(dict.fromkeys(cands))

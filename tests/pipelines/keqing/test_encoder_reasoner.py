@@ -37,6 +37,7 @@ def test_a_candidate_no_triple_reaches_is_not_kept_and_without_triples_every_one
     bare = reasoner.reason("who wrote Blue Sea", ["m.z", "m.p"], [])
     assert bare.answers == ["m.z", "m.p"] and "every one kept" in bare.error
     assert reasoner.reason("who wrote Blue Sea", [], POOLED).answers == []
+    assert reasoner.reason_many([], [], []) == []  # a round without steps encodes nothing
     with pytest.raises(UserInputError, match="differ in length"):
         reasoner.reason_many(["q"], [[], []], [[]])
     with pytest.raises(UserInputError, match="margin must be >= 0"):
