@@ -32,6 +32,8 @@ from typing import Any
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.tools.common import check_reachable, command_group, print_json, read_text_arg
 
+_STORE_HELP = "an Oxigraph store directory or an http(s) SPARQL endpoint URL"
+
 
 def _positive(value: str) -> float:
     try:
@@ -315,7 +317,7 @@ def _register_virtuoso(kb_sub: argparse._SubParsersAction) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``kbqa kb build``, ``query``, ``serve-virtuoso`` and ``stop-virtuoso`` to the ``kbqa`` parser.
+    """Add ``kbqa kb build``, ``query``, ``entity-index``, ``serve-virtuoso`` and ``stop-virtuoso`` to ``kbqa``.
 
     Args:
         subparsers: The ``kbqa`` parser's subparsers.
@@ -351,7 +353,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run one SPARQL SELECT/ASK query; prints JSON {ok, answers, error, elapsed}; "
         "exit status 1 when the query failed, 2 (a message on stderr) when the endpoint does not answer.",
     )
-    query.add_argument("--store", required=True, help="an Oxigraph store directory or an http(s) SPARQL endpoint URL")
+    query.add_argument("--store", required=True, help=_STORE_HELP)
     query.add_argument("--timeout", type=_positive, default=None, help="seconds before the query is given up")
     query.add_argument("query", metavar="QUERY", help="SPARQL text, or @FILE to read it from a file")
     query.set_defaults(func=cmd_query)
@@ -362,7 +364,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Build the store's entity index once (in memory as <store>.entities.json, or on disk as "
         "<store>.entities.sqlite) and print its statistics as JSON.",
     )
-    ent.add_argument("--store", required=True, help="an Oxigraph store directory or an http(s) SPARQL endpoint URL")
+    ent.add_argument("--store", required=True, help=_STORE_HELP)
     ent.add_argument(
         "--backend",
         choices=("auto", "memory", "disk"),

@@ -8,7 +8,7 @@ from typing import Any
 from kbqa_lit.errors import StoreError
 from kbqa_lit.kb.index.connectivity import usable_id
 from kbqa_lit.kb.index.relation_inventory import EXCLUDED_RELATIONS, is_fact_relation
-from kbqa_lit.kb.lf.iri import iri, local_id
+from kbqa_lit.kb.lf.iri import ALIAS_RELATION, NAME_RELATION, iri, local_id
 
 
 def relation_edges(
@@ -49,6 +49,18 @@ def degrees_query() -> str:
     )
 
 
+def read_names(store: Any) -> tuple[list[tuple[str, str]], list[tuple[str, str]], dict[str, int]]:
+    """Names ``(id, name)``, aliases ``(id, alias)`` and degrees ``{id: fact edges}`` of a store (three queries).
+
+    Raises:
+        StoreError: When a query fails (e.g. times out: open the store with a longer timeout).
+    """
+    names = read_pairs(store, labels_query(NAME_RELATION), "names")
+    aliases = read_pairs(store, labels_query(ALIAS_RELATION), "aliases")
+    degrees = {e: int(d) for e, d in read_pairs(store, degrees_query(), "degrees")}
+    return names, aliases, degrees
+
+
 def read_pairs(store: Any, sparql: str, what: str) -> list[tuple[str, str]]:
     """Rows ``(local id, rest)`` of a query whose one column is ``CONCAT(STR(?e), TAB, ...)``.
 
@@ -66,4 +78,4 @@ def read_pairs(store: Any, sparql: str, what: str) -> list[tuple[str, str]]:
     return out
 
 
-__all__ = ["degrees_query", "labels_query", "read_pairs", "relation_edges"]
+__all__ = ["degrees_query", "labels_query", "read_names", "read_pairs", "relation_edges"]

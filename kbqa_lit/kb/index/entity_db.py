@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import DataFormatError, UserInputError
-from kbqa_lit.kb.index.edges import degrees_query, labels_query, read_pairs
+from kbqa_lit.kb.index.edges import read_names
 from kbqa_lit.kb.index.relation_inventory import EXCLUDED_RELATIONS
 from kbqa_lit.kb.index.surface_search import SurfaceSearch, common_posting, ngram_limit, normalize_surface, trigrams
 from kbqa_lit.kb.lf.iri import ALIAS_RELATION, NAME_RELATION, iri, local_id
@@ -221,6 +221,7 @@ class DiskEntityIndex(SurfaceSearch):
     """
 
     def __init__(self, path: str | Path, store: Any = None) -> None:
+        super().__init__()
         self.path = Path(path)
         if not self.path.is_file():
             raise UserInputError(f"no entity index file: {self.path}")
@@ -239,7 +240,6 @@ class DiskEntityIndex(SurfaceSearch):
         self._common = int(meta["common"])
         self._lock = threading.Lock()
         self._entities: dict[str, tuple[str, int] | None] = {}
-        self._relations: dict[str, list[str]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         """A pickled copy (a spawned worker's) keeps the file's path and reopens it (no connection, no caches)."""
@@ -338,8 +338,8 @@ class DiskEntityIndex(SurfaceSearch):
         source = str(getattr(store, "identity", "") or repr(store))
         writer = _Writer(Path(path))
         try:
-            if _oxigraph_dir(store) is not None:
-                _stream_oxigraph(_oxigraph_dir(store), writer)
+            if (store_dir := _oxigraph_dir(store)) is not None:
+                _stream_oxigraph(store_dir, writer)
             else:
                 _query_endpoint(store, writer)
             writer.finish(source, time.perf_counter() - t0)
@@ -384,10 +384,11 @@ def _stream_oxigraph(path: Path, writer: _Writer) -> None:
 
 
 def _query_endpoint(store: Any, writer: _Writer) -> None:
-    """The three queries of :meth:`EntityIndex.build`, their rows streamed into the file."""
-    writer.names((e, n, 0) for e, n in read_pairs(store, labels_query(NAME_RELATION), "names"))
-    writer.aliases(read_pairs(store, labels_query(ALIAS_RELATION), "aliases"))
-    writer.add_degrees({e: int(d) for e, d in read_pairs(store, degrees_query(), "degrees")})
+    """The three queries of :meth:`EntityIndex.build` (:func:`~kbqa_lit.kb.index.edges.read_names`), into the file."""
+    names, aliases, degrees = read_names(store)
+    writer.names((e, n, 0) for e, n in names)
+    writer.aliases(aliases)
+    writer.add_degrees(degrees)
 
 
 __all__ = ["DB_FORMAT", "DiskEntityIndex", "disk_index_path"]

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa_lit.errors import DataFormatError, UserInputError
-from kbqa_lit.kb.index.edges import degrees_query, labels_query, read_pairs, relation_edges
+from kbqa_lit.kb.index.edges import read_names, relation_edges
 from kbqa_lit.kb.index.entity_db import DiskEntityIndex, disk_index_path
 from kbqa_lit.kb.index.surface_search import (
     EntityCandidate,
@@ -49,7 +49,6 @@ from kbqa_lit.kb.index.surface_search import (
     normalize_surface,
     trigrams,
 )
-from kbqa_lit.kb.lf.iri import ALIAS_RELATION, NAME_RELATION
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +74,12 @@ class EntityIndex(SurfaceSearch):
         source: str = "",
         max_ngram: int | None = None,
     ) -> None:
+        super().__init__()
         self.entities: dict[str, tuple[str, int]] = {e: (str(n), int(d)) for e, (n, d) in entities.items()}
         self.aliases: list[tuple[str, str]] = [(e, a) for e, a in aliases if e in self.entities and a]
         self.store = store
         self.source = source
         self.build_seconds = 0.0
-        self._relations: dict[str, list[str]] = {}
         self._exact: dict[str, dict[str, str]] = defaultdict(dict)  # surface → {id: kind}
         self._normed: dict[str, dict[str, str]] = defaultdict(dict)
         for eid, (name, _) in self.entities.items():
@@ -155,9 +154,7 @@ class EntityIndex(SurfaceSearch):
             StoreError: When a query fails (e.g. times out: open the store with a longer timeout).
         """
         t0 = time.perf_counter()
-        names = read_pairs(store, labels_query(NAME_RELATION), "names")
-        aliases = read_pairs(store, labels_query(ALIAS_RELATION), "aliases")
-        degrees = {e: int(d) for e, d in read_pairs(store, degrees_query(), "degrees")}
+        names, aliases, degrees = read_names(store)
         entities: dict[str, tuple[str, int]] = {}
         for eid, name in names:
             entities.setdefault(eid, (name, degrees.get(eid, 0)))
@@ -230,10 +227,24 @@ class EntityIndex(SurfaceSearch):
             raise UserInputError(f"entity index backend {backend!r}: expected auto, memory or disk")
         identity = str(getattr(store, "identity", "") or repr(store))
         store_dir = getattr(store, "path", None)
-        if backend == "auto":
-            backend = _auto_backend(store, identity, path)
+        disk_file = Path(path) if path is not None else disk_index_path(store_dir) if store_dir is not None else None
+        fresh, checked = None, False
+        if backend == "auto" and path is not None:  # a given file decides by its suffix
+            backend = "disk" if Path(path).suffix == ".sqlite" else "memory"
+        elif backend == "auto":  # an up-to-date on-disk index beside the store, else the store's size
+            fresh = _fresh_disk_index(disk_file, store, identity) if disk_file is not None else None
+            checked = True
+            backend = "disk" if fresh is not None or _store_triples(store_dir) >= DISK_INDEX_TRIPLES else "memory"
         if backend == "disk":
-            return _disk_for_store(store, identity, path, refresh)
+            if disk_file is None:
+                raise UserInputError("an on-disk entity index of an endpoint store needs a file: pass path=*.sqlite")
+            if not checked:
+                fresh = _fresh_disk_index(disk_file, store, identity)
+            if fresh is not None and not refresh:
+                return fresh
+            if fresh is not None:
+                fresh.close()
+            return DiskEntityIndex.build(store, disk_file)
         if path is None and store_dir is not None:
             path = index_cache_path(store_dir)
         if path is not None and Path(path).is_file() and not refresh:
@@ -256,44 +267,29 @@ class EntityIndex(SurfaceSearch):
 DISK_INDEX_TRIPLES = 5_000_000
 
 
-def _auto_backend(store: Any, identity: str, path: str | Path | None) -> str:
-    """A given file decides by its suffix (``.sqlite``: disk); else a fresh on-disk file beside the store, else size."""
-    if path is not None:
-        return "disk" if Path(path).suffix == ".sqlite" else "memory"
-    store_dir = getattr(store, "path", None)
+def _store_triples(store_dir: str | Path | None) -> int:
+    """The triple count in a store directory's manifest (``kbqa_store.json``); 0 when unknown."""
     if store_dir is None:
-        return "memory"
-    disk_file = disk_index_path(store_dir)
-    if disk_file.is_file():
-        try:
-            index = DiskEntityIndex(disk_file)
-            fresh = index.source == identity
-            index.close()
-            if fresh:
-                return "disk"
-        except DataFormatError:
-            pass
+        return 0
     try:
-        triples = int(json.loads((Path(store_dir) / "kbqa_store.json").read_text(encoding="utf-8")).get("triples", 0))
+        return int(json.loads((Path(store_dir) / "kbqa_store.json").read_text(encoding="utf-8")).get("triples", 0))
     except (OSError, ValueError, TypeError, AttributeError):
-        triples = 0
-    return "disk" if triples >= DISK_INDEX_TRIPLES else "memory"
+        return 0
 
 
-def _disk_for_store(store: Any, identity: str, path: str | Path | None, refresh: bool) -> DiskEntityIndex:
-    store_dir = getattr(store, "path", None)
-    if path is None and store_dir is None:
-        raise UserInputError("an on-disk entity index of an endpoint store needs a file: pass path=<file>.sqlite")
-    path = Path(path) if path is not None else disk_index_path(store_dir)
-    if path.is_file() and not refresh:
-        try:
-            index = DiskEntityIndex(path, store=store)
-            if index.source == identity:
-                return index
-            index.close()
-        except DataFormatError as exc:
-            log.warning("rebuilding the entity index: %s", exc)
-    return DiskEntityIndex.build(store, path)
+def _fresh_disk_index(path: Path, store: Any, identity: str) -> DiskEntityIndex | None:
+    """The on-disk index at ``path`` when it was built from this store; ``None`` when absent, stale or damaged."""
+    if not path.is_file():
+        return None
+    try:
+        index = DiskEntityIndex(path, store=store)
+    except DataFormatError as exc:
+        log.warning("not using the on-disk entity index: %s", exc)
+        return None
+    if index.source == identity:
+        return index
+    index.close()
+    return None
 
 
 def index_cache_path(store_path: str | Path) -> Path:

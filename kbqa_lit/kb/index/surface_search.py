@@ -89,13 +89,18 @@ class EntityCandidate:
 class SurfaceSearch:
     """Entity linking by surface names; subclasses provide the storage primitives.
 
-    Attributes a subclass sets: ``store`` (for :meth:`relations_of`), ``max_ngram`` (longest n-gram
-    tried) and ``_common`` (longest posting list read, :func:`common_posting`).
+    Attributes a subclass sets (after ``super().__init__()``, which starts the caches): ``store`` (for
+    :meth:`relations_of`), ``max_ngram`` (longest n-gram tried) and ``_common`` (longest posting list
+    read, :func:`common_posting`).
     """
 
     store: Any = None
     max_ngram: int = 1
     _common: int = 200
+
+    def __init__(self) -> None:
+        self._relations: dict[str, list[str]] = {}  # relations_of, per entity
+        self._lookups: dict[tuple[str, float], list[tuple[str, str, float]]] = {}  # lookup, per mention
 
     # ------------------------------------------------------------------ storage primitives
 
@@ -123,13 +128,6 @@ class SurfaceSearch:
         """The normalised surface of a posting id."""
         raise NotImplementedError
 
-    def _relations_cache(self) -> dict[str, list[str]]:
-        """The per-entity cache of :meth:`relations_of`."""
-        cache = self.__dict__.get("_relations")
-        if cache is None:
-            cache = self.__dict__["_relations"] = {}
-        return cache
-
     # ------------------------------------------------------------------ lookup
 
     def lookup(self, mention: str, fuzzy_threshold: float = 0.8) -> list[tuple[str, str, float]]:
@@ -139,9 +137,7 @@ class SurfaceSearch:
         not change once built): questions share most of their n-grams (question words, templates), and a
         fuzzy lookup reads posting lists that grow with the KB.
         """
-        cache = self.__dict__.get("_lookups")
-        if cache is None:
-            cache = self.__dict__["_lookups"] = {}
+        cache = self._lookups
         found = cache.get((mention, fuzzy_threshold))
         if found is None:
             if len(cache) >= LOOKUP_CACHE:
@@ -233,7 +229,7 @@ class SurfaceSearch:
         Raises:
             StoreError: When the index has no store or a query fails.
         """
-        cache = self._relations_cache()
+        cache = self._relations
         missing = [e for e in dict.fromkeys(entity_ids) if e not in cache]
         if missing and self.store is None:
             raise StoreError("this entity index has no store to read 1-hop relations from")
