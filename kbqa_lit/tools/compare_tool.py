@@ -1,7 +1,7 @@
 """``kbqa compare``: compare logged runs (W&B offline or synced runs, CSV logs) in one HTML report.
 
 ``kbqa compare RUN_DIR... [--rows KEY[,KEY...]] [--json] [--markdown FILE] [--out report.html]
-[--metrics val/f1,val/hit1,...] [--param KEY]... [--x step|epoch] [--png DIR]
+[--metrics val/f1,val/hit1,...] [--param KEY]... [--x step|epoch] [--png DIR] [--interactive FILE]
 [--group-by KEY [--predictions FILE... --gold FILE]]`` reads every run found under the given paths (a
 W&B run directory, a folder of ``offline-run-*`` directories such as ``outputs/wandb``, a CSVLogger
 ``version_<n>`` directory or a folder above them), writes a self-contained HTML report (with
@@ -21,6 +21,7 @@ table as Markdown. ``--json`` prints the JSON summary instead of the table::
      "table"?: {"keys", "metrics", "columns", "rows": [{"label", "run", "path", "values"}], "replaced"},
      "groups"?: {"key", "files": {label: {"predictions", "gold"}}, "sources": {label: {value: {"n", "f1", ...}}}},
      "png"?: {"learning_curves", "groups", "comparison", "skipped": {name: reason}},
+     "interactive"?: {"html", "library", "metrics"},
      "markdown"?}
 
 ``--group-by KEY`` adds per-group metrics (``kbqa eval --group-by``'s grouping by the gold examples'
@@ -31,6 +32,9 @@ prediction files the compared ``kbqa test`` runs wrote against their own test fi
 said so under ``png.skipped``, when no run logged them per epoch), with ``--group-by``
 ``DIR/groups.png`` (bars per group) and with ``--rows`` ``DIR/comparison.png`` (F1 over all questions
 and per generalisation level, one bar per row). The charts need matplotlib (the ``plots`` extra).
+``--interactive FILE`` (with ``--rows``) also writes an interactive chart of the table — bars per
+generalisation level, a menu of metrics, hover and legend toggles — drawn by plotly (the ``plots``
+extra too; :mod:`kbqa_lit.tracking.interactive`), linked from the report.
 
 No network: W&B runs are read from their ``.wandb`` files with wandb's own reader in offline mode.
 """
@@ -38,6 +42,7 @@ No network: W&B runs are read from their ``.wandb`` files with wandb's own reade
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -115,6 +120,16 @@ def register(subparsers: Any) -> None:
         ),
     )
     p.add_argument(
+        "--interactive",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help=(
+            "with --rows: also write FILE, an interactive HTML chart of the table (bars per generalisation level, "
+            "a menu of metrics; plotly, loaded from plotly.min.js written beside FILE)"
+        ),
+    )
+    p.add_argument(
         "--group-by",
         default=None,
         metavar="KEY",
@@ -180,7 +195,15 @@ def run_compare(args: argparse.Namespace) -> int:
         sources = file_sources(args.predictions, args.gold) if args.predictions else test_run_sources(runs, args.gold)
         groups = group_metrics(sources, args.group_by, args.gold_format)
     plan = _png_plan(runs, requested, groups, table) if args.png is not None else None
-    write_text_atomic(args.out, render_report(comparison, runs, x_axis=args.x, groups=groups, table=table))
+    interactive = None
+    if args.interactive is not None:
+        from kbqa_lit.tracking.interactive import levels_figure, write_interactive
+
+        levels_figure(table)  # its errors (nothing to draw, no plotly) before anything is written
+        interactive = write_interactive(table, args.interactive)
+    link = _relative_link(args.interactive, args.out) if interactive else None
+    report = render_report(comparison, runs, x_axis=args.x, groups=groups, table=table, interactive=link)
+    write_text_atomic(args.out, report)
     summary: dict[str, Any] = {"report": str(args.out), **comparison}
     if table is not None:
         summary["table"] = table.to_json()
@@ -193,6 +216,8 @@ def run_compare(args: argparse.Namespace) -> int:
             )
     if groups is not None:
         summary["groups"] = groups
+    if interactive is not None:
+        summary["interactive"] = interactive
     if plan is not None:
         summary["png"] = _write_pngs(args.png, runs, plan, groups, table)
     text_table = rows_text_table(table) if table is not None else runs_text_table(comparison)
@@ -213,9 +238,19 @@ def _check_args(args: argparse.Namespace) -> None:
         raise UserInputError("--predictions/--gold are grouped by --group-by KEY (e.g. --group-by hops); give it")
     if args.png is not None and args.png.exists() and not args.png.is_dir():
         raise UserInputError(f"--png {args.png} is a file; give a directory for {LEARNING_CURVES} and the others")
-    for flag, path in (("--out", args.out), ("--markdown", args.markdown)):
+    if args.interactive is not None and not args.rows:
+        raise UserInputError("--interactive draws the --rows table; give --rows KEY[,KEY...] (e.g. system,form)")
+    for flag, path in (("--out", args.out), ("--markdown", args.markdown), ("--interactive", args.interactive)):
         if path is not None and path.is_dir():
             raise UserInputError(f"{flag} {path} is a directory; give a file name")
+
+
+def _relative_link(target: Path, page: Path) -> str:
+    """``target`` as a link from the page ``page`` (relative where both are on one drive, else absolute)."""
+    try:
+        return Path(os.path.relpath(target.resolve(), page.resolve().parent)).as_posix()
+    except ValueError:
+        return target.resolve().as_uri()
 
 
 def _table_metrics(runs: list, requested: list[str], comparison: dict[str, Any]) -> list[str]:
@@ -286,6 +321,8 @@ def _notes(summary: dict[str, Any]) -> list[str]:
     notes.append(f"report: {summary['report']}")
     if "markdown" in summary:
         notes.append(f"markdown: {summary['markdown']}")
+    if "interactive" in summary:
+        notes.append(f"interactive chart: {summary['interactive']['html']}")
     png = summary.get("png") or {}
     written = [png[k] for k in ("comparison", "learning_curves", "groups") if png.get(k)]
     if written:

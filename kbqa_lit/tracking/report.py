@@ -180,6 +180,7 @@ def render_report(
     x_axis: str = "step",
     groups: Mapping[str, Any] | None = None,
     table: RowsTable | None = None,
+    interactive: str | None = None,
 ) -> str:
     """The HTML page of a comparison.
 
@@ -190,6 +191,7 @@ def render_report(
         groups: Per-group metrics of prediction files, ``{"key": "hops", "sources": {label: {value:
             {"n", "f1", "hit1", ...}}}}`` (``kbqa compare --group-by``), or ``None``.
         table: The ``--rows`` table, shown first with its F1 chart, or ``None``.
+        interactive: A link to the table's interactive chart (``kbqa compare --interactive``), or ``None``.
 
     Returns:
         The page as text.
@@ -207,6 +209,8 @@ def render_report(
         parts.append(f"<p>Not logged by any run: {escape(', '.join(comparison['missing_metrics']))}</p>")
     if table is not None:
         parts.append(rows_section(table))
+    if interactive is not None:
+        parts.append(f"<p><a href='{escape(interactive)}' data-chart='interactive'>The interactive chart</a></p>")
     parts.append("<h2>Final metrics</h2>" + _final_table(comparison))
     experiments = join_runs(list(runs))
     parts.append(experiments_section(experiments, comparison["experiments"], metrics))

@@ -200,14 +200,25 @@ def rows_table(runs: Sequence[RunRecord], keys: Sequence[str], metrics: Sequence
     return RowsTable(list(keys), list(metrics), rows, replaced)
 
 
-def f1_by_level(table: RowsTable) -> tuple[list[str], list[tuple[str, list[float | None]]]]:
-    """The bar chart's data: the categories (``all`` then each level with F1) and per row its F1 in each.
+def level_values(table: RowsTable, name: str = "f1") -> tuple[list[str], list[tuple[str, list[float | None]]]]:
+    """A grouped bar chart's data for one metric: the categories and per row its value in each.
+
+    The categories are ``all`` then each generalisation level some row logged the metric for.
+
+    Args:
+        table: The rows table.
+        name: The metric's last part: ``f1`` reads ``test/f1`` and ``test/<level>/f1``; ``hit1`` the same for Hits@1.
 
     Returns:
-        ``(categories, [(row label, [F1 or None per category])])``; no categories when no row logged F1.
+        ``(categories, [(row label, [value or None per category])])``; no categories when no row logged it.
     """
     runs = [row.run for row in table.rows]
-    metrics = {ALL: "test/f1", **{level: f"test/{level}/f1" for level in levels_of(runs)}}
+    metrics = {ALL: f"test/{name}", **{level: f"test/{level}/{name}" for level in levels_of(runs)}}
     categories = [c for c, m in metrics.items() if any(r.final(m) is not None for r in runs)]
     bars = [(row.label, [row.run.final(metrics[c]) for c in categories]) for row in table.rows]
     return categories, bars
+
+
+def f1_by_level(table: RowsTable) -> tuple[list[str], list[tuple[str, list[float | None]]]]:
+    """The F1 bar chart's data (:func:`level_values` of ``f1``): the categories and per row its F1 in each."""
+    return level_values(table, "f1")

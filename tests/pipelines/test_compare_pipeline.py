@@ -93,6 +93,7 @@ def test_quick_comparison_of_four_systems_in_two_forms(tmp_path: Path, monkeypat
     table = (report / "table.md").read_text()
     assert all(f"| {s} | {f} |" in table for s in SYSTEMS for f in FORMS), table
     assert "<table" in (report / "report.html").read_text()
+    assert "Plotly.newPlot" in (report / "comparison.html").read_text() and (report / "plotly.min.js").is_file()
 
     # the group's folder alone rebuilds the same table
     assert (
