@@ -4,13 +4,18 @@ Trains, on the CPU with small budgets, the relation and class extractors (the fi
 of their softmax-normalised scores of a form's relation and class) and a coarse ranker (one
 cross-encoder over question + whole normalised form), each for the same number of steps of
 batch 8 groups with the same number of negatives and the same encoder, then ranks up to 100
-same-domain candidate forms per 1-hop test question (:mod:`kbqa_lit.pipelines.fc.pilot`) and
-prints top-1 accuracy per generalisation level as JSON. Levels: computed against the training
+candidate forms per 1-hop test question and prints top-1 accuracy per generalisation level as JSON.
+The candidates (``--candidates``): ``kb`` (default, the paper's coarse baseline's) — the 1-hop forms the
+KB has around the gold's entity, with and without their answers' classes
+(:mod:`kbqa_lit.pipelines.fc.pilot_kb`; a candidate with the gold's answers counts as right); ``swap``
+(ours, before) — the gold's structure with same-domain relations and classes swapped in
+(:mod:`kbqa_lit.pipelines.fc.pilot`). Levels: computed against the training
 split (:mod:`kbqa_lit.data.fc.levels`; the synthetic world's 1-hop test questions are i.i.d. or
 zero-shot — a one-relation form cannot be a new composition).
 
     OMP_NUM_THREADS=1 python benchmarks/fc_pilot.py                       # tiny BERT, 300 steps each
     OMP_NUM_THREADS=1 python benchmarks/fc_pilot.py --encoder minilm --steps 100
+    OMP_NUM_THREADS=1 python benchmarks/fc_pilot.py --candidates swap            # the earlier candidates
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from kbqa_lit.data.fc.levels import split_levels
 from kbqa_lit.data.schema import read_jsonl
 from kbqa_lit.data.synthetic import build_world
 from kbqa_lit.datamodules.fc.extractors import ExtractorDataModule
+from kbqa_lit.kb.store import open_store
+from kbqa_lit.kb.store.loaders import build_store
 from kbqa_lit.modules.fc.extractor import ComponentExtractor
 from kbqa_lit.modules.fc.lf_ranker import LogicalFormRanker
 from kbqa_lit.pipelines.fc.pilot import (
@@ -112,7 +119,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=300, help="training steps of each ranker (batch 8 groups)")
     parser.add_argument("--negatives", type=int, default=15)
     parser.add_argument("--lr", type=float, default=None, help="default: 1e-3 tiny, 5e-5 minilm")
-    parser.add_argument("--candidates", type=int, default=100)
+    parser.add_argument("--n-candidates", type=int, default=100, help="candidates per question (the paper: 100)")
+    parser.add_argument("--candidates", default="kb", choices=["kb", "swap"], help="kb: the KB's forms; swap: ours")
     args = parser.parse_args()
     args.lr = args.lr or (1e-3 if args.encoder == "tiny" else 5e-5)
     L.seed_everything(args.seed, verbose=False)
@@ -121,15 +129,20 @@ def main() -> None:
         world = Path(tmp) / "world"
         build_world(world, args.seed, args.size)
         train, test = list(read_jsonl(world / "train.jsonl")), list(read_jsonl(world / "test.jsonl"))
+        store = None
+        if args.candidates == "kb":
+            build_store(world / "kb", [world / "kb.nt"], "nt")
+            store = open_store(world / "kb")
         t0 = time.perf_counter()
         relation = train_extractor("relation", world, args)
         klass = train_extractor("class", world, args)
         relations = list(ExtractorDataModule(kind="relation", data_dir=str(world)).inventory.relations)
         classes = list(ExtractorDataModule(kind="class", data_dir=str(world)).inventory.relations)
-        train_q = pilot_questions(train, relations, classes, n=args.candidates, seed=args.seed)
+        train_q = pilot_questions(train, relations, classes, n=args.n_candidates, seed=args.seed, store=store)
         coarse = train_coarse(coarse_training_groups(train_q, args.negatives, args.seed), args)
         t1 = time.perf_counter()
-        test_q = pilot_questions(test, relations, classes, split_levels(test, train), args.candidates, args.seed)
+        levels = split_levels(test, train)
+        test_q = pilot_questions(test, relations, classes, levels, args.n_candidates, args.seed, store)
         fine = top1_accuracy(test_q, lambda q: fine_scores(q, relation.score, klass.score))
         whole = top1_accuracy(test_q, lambda q: coarse_scores(q, coarse.score))
         t2 = time.perf_counter()
@@ -138,6 +151,7 @@ def main() -> None:
         "settings": vars(args),
         "test_questions": len(test_q),
         "candidates_per_question": [min(sizes), max(sizes)] if sizes else [],
+        "right_per_question": round(sum(max(1, len(q.correct)) for q in test_q) / max(1, len(test_q)), 2),
         "fine_top1": fine,
         "coarse_top1": whole,
         "seconds": {"training": round(t1 - t0, 1), "ranking": round(t2 - t1, 1)},

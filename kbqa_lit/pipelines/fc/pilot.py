@@ -51,6 +51,9 @@ class PilotQuestion:
         candidates: The candidate S-expressions (the gold among them), in a seeded order.
         labels: Entity id → label (how the coarse ranker reads the forms).
         level: Its generalisation level (``None``: unknown).
+        correct: The candidates that count as right at top-1: those with the gold's answers where the
+            candidates came from the KB (``(AND c (JOIN r e))`` and ``(JOIN r e)`` often answer alike), else
+            the gold alone (empty: the gold alone).
     """
 
     qid: str
@@ -59,6 +62,11 @@ class PilotQuestion:
     candidates: tuple[str, ...]
     labels: Mapping[str, str]
     level: str | None = None
+    correct: frozenset[str] = frozenset()
+
+    def is_correct(self, form: str) -> bool:
+        """Whether ``form`` counts as the right answer (see ``correct``)."""
+        return form in self.correct if self.correct else form == self.gold
 
 
 def is_one_hop(s_expression: str | None) -> bool:
@@ -130,16 +138,38 @@ def pilot_questions(
     levels: Mapping[str, str | None] | None = None,
     n: int = 100,
     seed: int = 0,
+    store: object | None = None,
 ) -> list[PilotQuestion]:
-    """The 1-hop examples as pilot questions with their candidates (others are skipped)."""
+    """The 1-hop examples as pilot questions with their candidates (others are skipped).
+
+    Args:
+        examples: The questions.
+        relations: The relation inventory (``candidates: swap`` only).
+        classes: The class inventory (``candidates: swap`` only).
+        levels: qid → generalisation level.
+        n: Candidates per question.
+        seed: The draws' seed.
+        store: A knowledge base: the candidates are the forms it has around the gold's entity
+            (:mod:`~kbqa_lit.pipelines.fc.pilot_kb`, the paper's coarse baseline's candidates; a gold without
+            exactly one entity is skipped) and every candidate with the gold's answers counts as right.
+            ``None``: the gold's structure with other relations and classes swapped in (:func:`candidate_forms`).
+    """
+    from kbqa_lit.pipelines.fc.pilot_kb import answer_equivalent, canonical, kb_candidate_forms
+
     out = []
     for ex in examples:
-        if is_one_hop(ex.s_expression):
-            forms = candidate_forms(ex.s_expression or "", relations, classes, n, seed, ex.qid)
-            level = (levels or {}).get(ex.qid)
-            out.append(
-                PilotQuestion(ex.qid, ex.question, ex.s_expression or "", tuple(forms), ex.entity_labels(), level)
-            )
+        gold = ex.s_expression or ""
+        if not is_one_hop(gold):
+            continue
+        level = (levels or {}).get(ex.qid)
+        if store is None:
+            forms = candidate_forms(gold, relations, classes, n, seed, ex.qid)
+            out.append(PilotQuestion(ex.qid, ex.question, gold, tuple(forms), ex.entity_labels(), level))
+        elif len(schema_items(gold).entities) == 1:
+            forms = kb_candidate_forms(store, gold, n, seed, ex.qid)
+            right = answer_equivalent(store, gold, forms)
+            q = PilotQuestion(ex.qid, ex.question, canonical(gold), tuple(forms), ex.entity_labels(), level, right)
+            out.append(q)
     return out
 
 
@@ -182,13 +212,14 @@ def top1_accuracy(
 ) -> dict[str, float | int]:
     """Top-1 accuracy overall (``all``) and per level, with the question counts (``n_<level>``).
 
-    The top candidate is the first of the highest score in the candidates' (seeded) order.
+    The top candidate is the first of the highest score in the candidates' (seeded) order; it is right when
+    :meth:`PilotQuestion.is_correct` says so.
     """
     hits: dict[str, list[int]] = defaultdict(list)
     for q in questions:
         s = list(scores(q))
         best = max(range(len(s)), key=lambda i: (s[i], -i))
-        hit = int(q.candidates[best] == q.gold)
+        hit = int(q.is_correct(q.candidates[best]))
         hits["all"].append(hit)
         hits[q.level or "unknown"].append(hit)
     out: dict[str, float | int] = {}
@@ -203,11 +234,12 @@ def coarse_training_groups(
 ) -> list[tuple[str, list[str]]]:
     """``(question, [gold text, negative texts...])`` groups of training questions for the coarse ranker.
 
-    Negatives are drawn (seeded per question) from the question's own candidates.
+    Negatives are drawn (seeded per question) from the question's own candidates that are not right
+    (:meth:`PilotQuestion.is_correct`).
     """
     groups = []
     for q in questions:
-        others = [c for c in q.candidates if c != q.gold]
+        others = [c for c in q.candidates if not q.is_correct(c)]
         drawn = random.Random(f"{seed}:{q.qid}").sample(others, min(negatives, len(others)))
         groups.append((q.question, [form_text(c, q.labels) for c in (q.gold, *drawn)]))
     return groups
