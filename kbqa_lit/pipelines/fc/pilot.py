@@ -1,20 +1,21 @@
 """FC-KBQA's pilot study: fine-grained vs coarse ranking of candidate logical forms for 1-hop questions.
 
-The paper's motivating experiment: for each 1-hop question, ``n`` (100) candidate logical forms of
-the same domain, one of them the gold; a **coarse** ranker scores each whole logical form with one
-encoder over ``(question, logical form)``, the **fine** ranker sums the normalised scores of the
-form's components (its relation and class, each from its extractor); top-1 accuracy per
-generalisation level says which generalises.
+The paper's motivating experiment: for each 1-hop question, up to ``n`` (100) candidate logical
+forms, one of them the gold; a **coarse** ranker (GrailQA-Rank's) scores each whole logical form
+with one encoder over ``(question, logical form)``, the **fine** ranker matches the question with
+each component (its relation and class, each by its extractor) and composes them; top-1 accuracy
+per generalisation level says which generalises.
 
 Our choices (the paper gives no procedure):
 
 - **1-hop**: the gold S-expression names exactly one relation (a class and entities may be there);
-- **candidates** (:func:`candidate_forms`): the gold's structure with its relation and its class
-  replaced by others — the direction of the hop and the entities are kept, so the two rankers
-  choose among the same relation/class fillings — same Freebase domain (first dotted segment) as
-  the gold's relation first, then other domains, ``n`` in all (fewer when the inventory is smaller:
-  a form without a class has at most as many candidates as relations); the order is a seeded
-  shuffle, so a tie is not decided in the gold's favour;
+- **candidates**, two sources: with a knowledge base (``pilot_questions(..., store=...)``, the
+  default of ``benchmarks/fc_pilot.py``, as the coarse baseline gets them) the 1-hop forms the KB
+  has around the gold's entity (:mod:`~kbqa_lit.pipelines.fc.pilot_kb`), a candidate with the
+  gold's answers counting as right; without one (:func:`candidate_forms`, ours before) the gold's
+  structure with its relation and its class replaced by others — the direction of the hop and the
+  entities kept — same Freebase domain (first dotted segment) first, then other domains. Either
+  way the order is a seeded shuffle, so a tie is not decided in the gold's favour;
 - **fine score** (:func:`fine_scores`): each extractor's scores of the distinct relations (classes)
   among the candidates, softmax-normalised over them; a form's score is the sum over its
   components;

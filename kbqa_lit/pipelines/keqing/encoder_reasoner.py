@@ -14,6 +14,9 @@ candidate scores the best relevance of its triples. The answers are the candidat
 several templates are pooled (``retrieval.select: union``), this keeps the candidates of the
 relation the question asks for and drops those of the other templates' relations. A candidate no
 triple reaches scores lowest; with no triple at all, every candidate is kept (``error`` says so).
+When one relation reaches every reached candidate (a chain step of one relation, MetaQA's usual
+case), every reached candidate has the same score whatever the question, so nothing is encoded:
+the reached candidates are kept in retrieval order, as the scores would keep them.
 """
 
 from __future__ import annotations
@@ -46,12 +49,20 @@ class EncoderReasoner(Reasoner):
         self.embeddings = CachedEmbeddings(encoder)
         self.margin = float(margin)
 
-    def candidate_scores(self, question: str, candidates: Sequence[str], triples: Sequence[Triple]) -> list[float]:
-        """Each candidate's best relevance among the triples that end in it (``-inf`` when none does)."""
+    @staticmethod
+    def reaching(candidates: Sequence[str], triples: Sequence[Triple]) -> dict[str, set[str]]:
+        """Per candidate, the relations of the triples that end in it (candidates no triple reaches: absent)."""
+        wanted = set(candidates)
         reaching: dict[str, set[str]] = {}
         for s, r, o in triples:
-            reaching.setdefault(o, set()).add(r)
-            reaching.setdefault(s, set()).add(r)
+            for end in (o, s):
+                if end in wanted:
+                    reaching.setdefault(end, set()).add(r)
+        return reaching
+
+    def candidate_scores(self, question: str, candidates: Sequence[str], triples: Sequence[Triple]) -> list[float]:
+        """Each candidate's best relevance among the triples that end in it (``-inf`` when none does)."""
+        reaching = self.reaching(candidates, triples)
         relations = sorted({r for c in candidates for r in reaching.get(c, ())})
         if not relations:
             return [float("-inf")] * len(candidates)
@@ -74,15 +85,22 @@ class EncoderReasoner(Reasoner):
             UserInputError: When the sequences differ in length.
         """
         check_lengths(questions, candidates, triples)
-        # one batched encoder pass for every question and relation of the batch (the loop below reads the cache)
-        words = {relation_words(r) for context in triples for _, r, _ in context}
-        if questions:
-            self.embeddings.embed([*questions, *sorted(words)])
+        unique = [list(dict.fromkeys(cands)) for cands in candidates]
+        reached = [self.reaching(cands, context) for cands, context in zip(unique, triples, strict=True)]
+        relations = [set().union(*r.values()) for r in reached]
+        # one batched encoder pass for the questions whose candidates two or more relations reach, and their
+        # relations (the loop below reads the cache); one relation: equal scores, nothing to encode
+        scored = [i for i, rels in enumerate(relations) if len(rels) > 1]
+        if scored:
+            words = {relation_words(r) for i in scored for r in relations[i]}
+            self.embeddings.embed([*(questions[i] for i in scored), *sorted(words)])
         results = []
-        for question, cands, context in zip(questions, candidates, triples, strict=True):
-            cands = list(dict.fromkeys(cands))
+        for question, cands, context, reach, rels in zip(questions, unique, triples, reached, relations, strict=True):
             if not cands:
                 results.append(ReasoningResult([], None, "no candidates"))
+                continue
+            if len(rels) == 1:
+                results.append(ReasoningResult([c for c in cands if c in reach]))
                 continue
             scores = self.candidate_scores(question, cands, context)
             best = max(scores)

@@ -58,3 +58,17 @@ def test_per_step_it_drops_the_second_templates_relation_before_the_answer(world
     everything = keqing(world, ReasonerConfig(kind="all"))
     everything.config.matching.top_k = 3
     assert everything.answer([EXAMPLE])[0]["answers"] == ["m.x", "m.z", "m.p"]
+
+
+def test_one_relation_reaching_every_candidate_encodes_nothing_and_keeps_what_the_scores_keep():
+    fresh = EncoderReasoner()
+    one = [("m.a", DIRECTED, "m.r"), ("m.a", DIRECTED, "m.b"), ("m.x", WROTE, "m.q")]  # m.q: not a candidate
+    (kept,) = fresh.reason_many(["what did Ann Lee direct"], [["m.b", "m.n", "m.r", "m.b"]], [one])
+    assert kept.answers == ["m.b", "m.r"] and kept.error is None  # m.n: no triple reaches it
+    assert fresh.embeddings._vectors == {}  # no question or relation was encoded
+    # the scores agree: equal for the reached candidates, -inf for the other
+    scores = fresh.candidate_scores("what did Ann Lee direct", ["m.b", "m.n", "m.r"], one)
+    assert scores[0] == scores[2] > scores[1] == float("-inf")
+    # two relations: the question is encoded and the scores decide
+    (wrote,) = fresh.reason_many(["who wrote Blue Sea"], [["m.z", "m.p"]], [POOLED])
+    assert wrote.answers == ["m.z"] and "who wrote Blue Sea" in fresh.embeddings._vectors
