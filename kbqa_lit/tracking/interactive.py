@@ -16,17 +16,14 @@ from typing import Any
 
 from kbqa_lit.atomic import write_text_atomic
 from kbqa_lit.errors import UserInputError
-from kbqa_lit.tracking.plotting import COLORS, LABELS, paired_colors
+from kbqa_lit.tracking.plotting import COLORS, LABELS, install_hint, paired_colors, require_module
 from kbqa_lit.tracking.rows import RowsTable, level_values
 
 #: The metrics the menu offers, in this order (those some row logged).
 MENU_METRICS = ("f1", "hit1", "executable")
 #: The library file the page loads from its own folder.
 PLOTLY_JS = "plotly.min.js"
-INSTALL_HINT = (
-    "--interactive draws its chart with plotly, which comes with the plots extra: "
-    "pip install -e '.[plots]' (or pip install 'kbqa_lit[plots]'; make installs it)"
-)
+INSTALL_HINT = install_hint("--interactive draws its chart", "plotly")
 
 
 def require_plotly() -> None:
@@ -35,10 +32,7 @@ def require_plotly() -> None:
     Raises:
         UserInputError: Naming the ``plots`` extra, when it does not.
     """
-    try:
-        import plotly  # noqa: F401
-    except ImportError:
-        raise UserInputError(INSTALL_HINT) from None
+    require_module("plotly", INSTALL_HINT)
 
 
 def menu_metrics(table: RowsTable) -> list[str]:

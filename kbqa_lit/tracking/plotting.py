@@ -8,6 +8,7 @@ that extra, before anything is written.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,10 +41,29 @@ PAIRS = (
     ("#17becf", "#9edae5"),
 )
 LABELS = {"f1": "F1", "hit1": "Hits@1", "hit1_any": "Hits@1 (any)", "em": "LF EM", "executable": "executable"}
-INSTALL_HINT = (
-    "kbqa compare draws its charts with matplotlib, which comes with the plots extra: "
-    "pip install -e '.[plots]' (or pip install 'kbqa_lit[plots]'; make installs it)"
-)
+
+
+def install_hint(what: str, library: str) -> str:
+    """The error text for a missing ``library`` of the ``plots`` extra, ``what`` saying who needs it."""
+    return (
+        f"{what} with {library}, which comes with the plots extra: "
+        "pip install -e '.[plots]' (or pip install 'kbqa_lit[plots]'; make installs it)"
+    )
+
+
+INSTALL_HINT = install_hint("kbqa compare draws its charts", "matplotlib")
+
+
+def require_module(module: str, hint: str) -> None:
+    """Check that ``module`` imports.
+
+    Raises:
+        UserInputError: With ``hint`` (:func:`install_hint`), when it does not.
+    """
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise UserInputError(hint) from None
 
 
 def require_matplotlib() -> None:
@@ -52,10 +72,7 @@ def require_matplotlib() -> None:
     Raises:
         UserInputError: Naming the ``plots`` extra, when it does not.
     """
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise UserInputError(INSTALL_HINT) from None
+    require_module("matplotlib", INSTALL_HINT)
 
 
 def pyplot() -> Any:
