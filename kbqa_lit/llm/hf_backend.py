@@ -5,9 +5,7 @@ One code path for both: the tokenizer and the model are loaded with
 :func:`~kbqa_lit.backbones.causal.build_causal_lm` (a hub name or a local folder written
 by ``save_pretrained``) on first use. Prompts are encoded in batches with left padding (so every
 prompt ends where generation starts), decoded greedily, and only the new tokens are returned,
-cut at the first stop string. Batches are formed from prompts of similar length (``sort_by_length``:
-fewer pad tokens, and prompts of one kind tend to have answers of one length, so a batch stops sooner);
-the outcomes come back in prompt order.
+cut at the first stop string.
 """
 
 from __future__ import annotations
@@ -53,7 +51,6 @@ class HFCausalLMBackend(DecompositionBackend):
         device: ``cuda``, ``cuda:1``, ``cpu``... (``None``: CUDA when available, else CPU).
         max_prompt_tokens: Prompts longer than this are cut from the left (``None``: the model's
             context size).
-        sort_by_length: Batch prompts in order of their length in tokens (``False``: in the given order).
     """
 
     kind = "hf-causal-lm"
@@ -68,7 +65,6 @@ class HFCausalLMBackend(DecompositionBackend):
         torch_dtype: str | None = None,
         device: str | None = None,
         max_prompt_tokens: int | None = None,
-        sort_by_length: bool = True,
     ) -> None:
         self.model = model
         self.tokenizer_name = tokenizer
@@ -80,7 +76,6 @@ class HFCausalLMBackend(DecompositionBackend):
         self.torch_dtype = torch_dtype
         self.device = device
         self.max_prompt_tokens = max_prompt_tokens
-        self.sort_by_length = bool(sort_by_length)
         self._lm: Any = None
         self._tok: Any = None
 
@@ -157,16 +152,11 @@ class HFCausalLMBackend(DecompositionBackend):
         if not prompts:
             return []
         self.load()
-        order = list(range(len(prompts)))
-        if self.sort_by_length and len(prompts) > self.batch_size:
-            lengths = [len(ids) for ids in self._tok(prompts)["input_ids"]]
-            order.sort(key=lambda i: lengths[i])
-        texts: list[str] = [""] * len(prompts)
+        texts: list[str] = []
         for i in range(0, len(prompts), self.batch_size):
-            idx = order[i : i + self.batch_size]
+            idx = range(i, min(i + self.batch_size, len(prompts)))
             batch_constraint = None if constrain is None else (lambda tok, n, idx=idx: constrain(tok, idx, n))
-            for j, text in zip(idx, self._generate_batch([prompts[j] for j in idx], batch_constraint), strict=True):
-                texts[j] = text
+            texts.extend(self._generate_batch(prompts[i : i + self.batch_size], batch_constraint))
         return [GenerationOutcome(t) for t in texts]
 
     def close(self) -> None:

@@ -44,22 +44,6 @@ def test_batched_left_padded_generation_equals_one_by_one(tiny_dir, prompts):
     assert len(set(batched)) > 1  # the prompts' ends matter: padding did not hide them
 
 
-def test_batches_of_similar_length_come_back_in_prompt_order(tiny_dir, prompts):
-    many = [prompts[i % 3] for i in (1, 0, 2, 1, 2, 0, 0)]
-    sorted_ = HFCausalLMBackend(str(tiny_dir), max_new_tokens=8, batch_size=2, stop=[], device="cpu")
-    given = HFCausalLMBackend(str(tiny_dir), max_new_tokens=8, batch_size=2, stop=[], sort_by_length=False)
-    seen: list[list[int]] = []
-
-    def constrain(tok, indices, n):  # records each batch's prompts; constrains nothing
-        seen.append(list(indices))
-        return lambda input_ids, scores: scores
-
-    texts = [o.text for o in sorted_.generate_outcomes(many, constrain)]
-    assert texts == given.generate(many) == [sorted_.generate([p])[0] for p in many]
-    lengths = [len(sorted_._tok(many[i])["input_ids"]) for batch in seen for i in batch]
-    assert lengths == sorted(lengths) and sorted(i for batch in seen for i in batch) == list(range(len(many)))
-
-
 def test_only_new_tokens_are_returned(tiny_dir, prompts):
     backend = HFCausalLMBackend(str(tiny_dir), max_new_tokens=7, batch_size=2, stop=[], device="cpu")
     texts = backend.generate(prompts)
