@@ -197,10 +197,9 @@ def run_compare(args: argparse.Namespace) -> int:
     plan = _png_plan(runs, requested, groups, table) if args.png is not None else None
     interactive = None
     if args.interactive is not None:
-        from kbqa_lit.tracking.interactive import levels_figure, write_interactive
+        from kbqa_lit.tracking.interactive import write_interactive
 
-        levels_figure(table)  # its errors (nothing to draw, no plotly) before anything is written
-        interactive = write_interactive(table, args.interactive)
+        interactive = write_interactive(table, args.interactive)  # its errors come before it or the report writes
     link = _relative_link(args.interactive, args.out) if interactive else None
     report = render_report(comparison, runs, x_axis=args.x, groups=groups, table=table, interactive=link)
     write_text_atomic(args.out, report)

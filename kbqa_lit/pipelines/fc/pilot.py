@@ -36,6 +36,7 @@ from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError, UserInputError
 from kbqa_lit.kb.lf.normalize import normalize_sexpr
 from kbqa_lit.kb.lf.sexpr import Atom, map_atoms, parse_sexpr, schema_items, to_sexpr_string
+from kbqa_lit.pipelines.fc.pilot_kb import answer_equivalent, canonical, kb_candidate_forms
 
 #: ``(question, item texts or ids) → scores`` (an extractor's or a ranker's ``score``).
 ScoreFn = Callable[[str, Sequence[str]], Sequence[float]]
@@ -155,8 +156,6 @@ def pilot_questions(
             exactly one entity is skipped) and every candidate with the gold's answers counts as right.
             ``None``: the gold's structure with other relations and classes swapped in (:func:`candidate_forms`).
     """
-    from kbqa_lit.pipelines.fc.pilot_kb import answer_equivalent, canonical, kb_candidate_forms
-
     out = []
     for ex in examples:
         gold = ex.s_expression or ""

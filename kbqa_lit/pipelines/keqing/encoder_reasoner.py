@@ -21,6 +21,7 @@ the reached candidates are kept in retrieval order, as the scores would keep the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -99,8 +100,11 @@ class EncoderReasoner(Reasoner):
             if not cands:
                 results.append(ReasoningResult([], None, "no candidates"))
                 continue
-            if len(rels) == 1:
-                results.append(ReasoningResult([c for c in cands if c in reach]))
+            if len(rels) == 1:  # the scores' order: the reached ones, then (an infinite margin) the others
+                kept = [c for c in cands if c in reach]
+                if math.isinf(self.margin):
+                    kept += [c for c in cands if c not in reach]
+                results.append(ReasoningResult(kept))
                 continue
             scores = self.candidate_scores(question, cands, context)
             best = max(scores)

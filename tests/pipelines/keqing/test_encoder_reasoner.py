@@ -72,3 +72,10 @@ def test_one_relation_reaching_every_candidate_encodes_nothing_and_keeps_what_th
     # two relations: the question is encoded and the scores decide
     (wrote,) = fresh.reason_many(["who wrote Blue Sea"], [["m.z", "m.p"]], [POOLED])
     assert wrote.answers == ["m.z"] and "who wrote Blue Sea" in fresh.embeddings._vectors
+
+
+def test_an_infinite_margin_keeps_the_unreached_candidates_after_the_reached_ones_as_the_scores_do():
+    wide = EncoderReasoner(margin=float("inf"))
+    one = [("m.a", DIRECTED, "m.r")]
+    (kept,) = wide.reason_many(["what did Ann Lee direct"], [["m.n", "m.r"]], [one])
+    assert kept.answers == ["m.r", "m.n"] and wide.embeddings._vectors == {}
