@@ -115,9 +115,9 @@ def write_interactive(table: RowsTable, path: str | Path) -> dict[str, Any]:
     Returns:
         ``{"html", "library", "metrics"}``: the files and the menu's metrics.
     """
+    fig = levels_figure(table)  # checks plotly first
     from plotly.offline import get_plotlyjs
 
-    fig = levels_figure(table)
     path = Path(path)
     library = path.parent / PLOTLY_JS
     source = get_plotlyjs()
