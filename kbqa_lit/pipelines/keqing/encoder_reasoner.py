@@ -63,7 +63,10 @@ class EncoderReasoner(Reasoner):
 
     def candidate_scores(self, question: str, candidates: Sequence[str], triples: Sequence[Triple]) -> list[float]:
         """Each candidate's best relevance among the triples that end in it (``-inf`` when none does)."""
-        reaching = self.reaching(candidates, triples)
+        return self._scores(question, candidates, self.reaching(candidates, triples))
+
+    def _scores(self, question: str, candidates: Sequence[str], reaching: dict[str, set[str]]) -> list[float]:
+        """:meth:`candidate_scores` from the relations :meth:`reaching` found."""
         relations = sorted({r for c in candidates for r in reaching.get(c, ())})
         if not relations:
             return [float("-inf")] * len(candidates)
@@ -96,7 +99,7 @@ class EncoderReasoner(Reasoner):
             words = {relation_words(r) for i in scored for r in relations[i]}
             self.embeddings.embed([*(questions[i] for i in scored), *sorted(words)])
         results = []
-        for question, cands, context, reach, rels in zip(questions, unique, triples, reached, relations, strict=True):
+        for question, cands, reach, rels in zip(questions, unique, reached, relations, strict=True):
             if not cands:
                 results.append(ReasoningResult([], None, "no candidates"))
                 continue
@@ -106,7 +109,7 @@ class EncoderReasoner(Reasoner):
                     kept += [c for c in cands if c not in reach]
                 results.append(ReasoningResult(kept))
                 continue
-            scores = self.candidate_scores(question, cands, context)
+            scores = self._scores(question, cands, reach)
             best = max(scores)
             if best == float("-inf"):
                 results.append(ReasoningResult(cands, None, "no triple reaches a candidate: every one kept"))
