@@ -149,6 +149,7 @@ def main() -> None:
     sizes = [len(q.candidates) for q in test_q]
     report = {
         "settings": vars(args),
+        "oracle": "the gold's entity and the gold among the candidates (both rankers; a ranking study)",
         "test_questions": len(test_q),
         "candidates_per_question": [min(sizes), max(sizes)] if sizes else [],
         "right_per_question": round(sum(max(1, len(q.correct)) for q in test_q) / max(1, len(test_q)), 2),
