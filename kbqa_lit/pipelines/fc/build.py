@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import lightning as L
+import torch
 
 from kbqa_lit.data.fc.schema_source import load_schema, ontology_classes
 from kbqa_lit.errors import UserInputError
@@ -50,21 +51,37 @@ def _required(value: str | None, key: str) -> str:
     return value
 
 
-def build_component_stage(cfg: DetectConfig, store: Any) -> ComponentStage:
-    """The component stage of a parsed config over an open store.
+def torch_device(name: str) -> torch.device:
+    """The torch device of a config's ``device`` (``cpu``, ``gpu``/``cuda``, ``cuda:N``, ``auto``).
 
     Raises:
-        UserInputError: On a missing or wrong checkpoint, ontology or setting.
+        UserInputError: When a CUDA device is asked for and none is visible.
     """
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise UserInputError(f"device {name!r}: no CUDA device is visible (use device: cpu or auto)")
+    return torch.device("cuda" if name == "gpu" else name)
+
+
+def build_component_stage(cfg: DetectConfig, store: Any) -> ComponentStage:
+    """The component stage of a parsed config over an open store, its trained parts on ``cfg.device``.
+
+    Raises:
+        UserInputError: On a missing or wrong checkpoint, ontology or setting, or a device not there.
+    """
+    device = torch_device(cfg.device)
     ontology, listed = load_schema(_required(cfg.ontology, "ontology"))
     hint = "kbqa fit --config configs/fc/{}.yaml"
     rel = load_module_checkpoint(
         _required(cfg.relation_extractor, "relation_extractor"), ComponentExtractor, hint.format("relation_extractor")
-    )
+    ).to(device)
     rel.set_ontology(ontology)
     cls = None
     if cfg.class_extractor:
-        cls = load_module_checkpoint(cfg.class_extractor, ComponentExtractor, hint.format("class_extractor"))
+        cls = load_module_checkpoint(cfg.class_extractor, ComponentExtractor, hint.format("class_extractor")).to(device)
         cls.set_ontology(ontology)
     det = cfg.detection
     detector = ComponentDetector(
@@ -90,11 +107,11 @@ def build_component_stage(cfg: DetectConfig, store: Any) -> ComponentStage:
         missing = [str(f) for f in sk.train_files if not Path(f).is_file()]
         if missing:
             raise UserInputError(f"no such skeleton.train_files file: {', '.join(missing)}")
-        parser = NeighbourSkeletons(sk.train_files, sk.neighbours, sk.encoder, sk.vote)
+        parser = NeighbourSkeletons(sk.train_files, sk.neighbours, sk.encoder, sk.vote, device=str(device))
     elif sk.checkpoint:
         module_class = _module_class(sk.class_path)
-        parser = load_module_checkpoint(sk.checkpoint, module_class, hint.format("skeleton_parser")).eval()
+        parser = load_module_checkpoint(sk.checkpoint, module_class, hint.format("skeleton_parser")).to(device).eval()
     return ComponentStage(detector, linker, pairs, parser, sk.beams, sk.max_new_tokens, mask_mentions=sk.mask_mentions)
 
 
-__all__ = ["build_component_stage"]
+__all__ = ["build_component_stage", "torch_device"]

@@ -16,6 +16,7 @@ stage (see ``configs/fc/detect.yaml``; the paper's pairs and pruning there, ours
     skeleton: {source: parser | neighbours, checkpoint: <.ckpt> or null (no skeletons),
                class_path: <its LightningModule>, beams: 4, max_new_tokens: 48, mask_mentions: true,
                train_files: [train.jsonl], neighbours: 20, vote: max, encoder: all-MiniLM-L6-v2}  # last 4: neighbours
+    device: cpu                                # or gpu / cuda / cuda:N / auto: where the trained parts run
 
 One dataclass per section; ``kb:`` is the shared :class:`~kbqa_lit.pipelines.kb_config.KBConfig`.
 ``kbqa fc detect --set key=value`` puts its overrides into the file's mapping first
@@ -27,6 +28,7 @@ naming the file and the key. :func:`~kbqa_lit.pipelines.fc.build.build_component
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,6 +162,9 @@ class DetectConfig:
         linking: Entity linking and pruning.
         pairs: The KB-connected pairs.
         skeleton: The skeleton source.
+        device: Where the extractors, the skeleton parser and the neighbours' encoder run: ``cpu``
+            (the default), ``cuda`` / ``cuda:N`` (``gpu`` is read as ``cuda``, as Lightning's
+            accelerator name), or ``auto`` (``cuda`` when one is visible).
     """
 
     kb: KBConfig
@@ -172,6 +177,12 @@ class DetectConfig:
     linking: LinkingConfig = field(default_factory=LinkingConfig)
     pairs: PairsConfig = field(default_factory=PairsConfig)
     skeleton: SkeletonConfig = field(default_factory=SkeletonConfig)
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        name = str(self.device)
+        if name not in ("cpu", "gpu", "cuda", "auto") and not re.fullmatch(r"cuda:\d+", name):
+            raise UserInputError(f"device must be cpu, gpu, cuda, cuda:N or auto, got {self.device!r}")
 
 
 def parse_detect_config(raw: Mapping[str, Any], path: str | Path) -> DetectConfig:

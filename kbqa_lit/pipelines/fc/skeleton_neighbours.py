@@ -51,6 +51,7 @@ class NeighbourSkeletons:
         encoder: Sentence encoder (``all-MiniLM-L6-v2`` offline).
         vote: ``max`` — skeletons ranked by their nearest neighbour's similarity (the nearest training
             question's skeleton first); ``sum`` — by the sum of their neighbours' similarities.
+        device: Torch device of the encoder.
 
     Raises:
         UserInputError: When the files hold no question with an S-expression, or ``k < 1``.
@@ -62,6 +63,7 @@ class NeighbourSkeletons:
         k: int = 20,
         encoder: str = MINILM,
         vote: str = "max",
+        device: str = "cpu",
     ) -> None:
         check_choice("skeleton neighbours vote", vote, VOTES)
         self.vote = vote
@@ -72,7 +74,7 @@ class NeighbourSkeletons:
             raise UserInputError("skeleton.source neighbours needs training questions with S-expressions")
         self.k = k
         self.skeletons = [s for _, s in pairs]
-        self.encoder = SentenceEncoder(encoder)
+        self.encoder = SentenceEncoder(encoder, device=device)
         self.train_embeddings = self.encoder.encode([_slot_text(q) for q, _ in pairs])
 
     def beams(self, masked_questions: Sequence[str]) -> list[list[str]]:

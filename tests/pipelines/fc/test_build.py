@@ -8,6 +8,7 @@ from pathlib import Path
 
 import lightning as L
 import pytest
+import torch
 import yaml
 
 from kbqa_lit.cli import run_tools
@@ -19,7 +20,7 @@ from kbqa_lit.datamodules.fc.skeleton import SkeletonParserDataModule
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.modules.fc.extractor import ComponentExtractor
 from kbqa_lit.modules.multitask_generator import MultitaskGenerator
-from kbqa_lit.pipelines.fc.build import _module_class
+from kbqa_lit.pipelines.fc.build import _module_class, torch_device
 from kbqa_lit.pipelines.fc.config import DetectConfig, PairsConfig, load_detect_config, parse_detect_config
 from kbqa_lit.tools.common import apply_set_pairs
 from tests.helpers.tiny import TINY_BERT, TINY_T5
@@ -104,3 +105,18 @@ def test_detect_writes_meta_fc_from_checkpoints(tmp_path, capsys):
     assert {ex.meta[FC_META]["skeleton_source"] for ex in rows} == {"parser"}  # what compose records
     assert run_tools([*argv, "--set", f"relation_extractor={tmp_path / 'missing.ckpt'}"]) == 2
     assert "no checkpoint file" in capsys.readouterr().err
+
+
+def test_device_names_resolve_and_a_missing_gpu_is_a_clear_error():
+    assert torch_device("cpu") == torch.device("cpu")
+    assert torch_device("auto") == torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if torch.cuda.is_available():
+        assert torch_device("gpu") == torch.device("cuda") and torch_device("cuda:0") == torch.device("cuda:0")
+    else:
+        for name in ("gpu", "cuda", "cuda:0"):
+            with pytest.raises(UserInputError, match=f"device '{name}': no CUDA device"):
+                torch_device(name)
+    assert parse_detect_config({"kb": {"store": "kb"}, "device": "gpu"}, CONFIG).device == "gpu"
+    for bad in ("tpu", "cuda:x", "cuda0"):
+        with pytest.raises(UserInputError, match=r"device must be cpu, gpu, cuda, cuda:N or auto"):
+            parse_detect_config({"kb": {"store": "kb"}, "device": bad}, CONFIG)

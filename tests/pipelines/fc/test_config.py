@@ -41,6 +41,7 @@ DETECT_DEFAULTS = {
         "vote": "max",
         "encoder": MINILM,
     },
+    "device": "cpu",
 }
 COMPOSE_DEFAULTS = {
     "kb": KB,
@@ -146,3 +147,16 @@ def test_pairs_ask_sample_reaches_the_pair_checks():
             PairsConfig(ask_sample=bad)
     builder = PairBuilder(Ontology({}), store=object(), type_match="kb", ask_sample=7)
     assert builder.chains.sample == builder.typed.sample == 7
+
+
+def test_the_grailqa_chains_put_every_trained_part_on_the_accelerator_variable():
+    for accelerator in ("cpu", "gpu"):
+        cmds = load_pipeline(CONFIGS / "fc" / "pipeline_grailqa.yaml", {"accelerator": accelerator}).commands()
+        trained = [c for c in cmds if c.argv[0] in ("fit", "test")]
+        assert len(trained) == 5  # two extractors, the skeleton parser, the composer's fit and test
+        assert all(c.argv[c.argv.index("--trainer.accelerator") + 1] == accelerator for c in trained)
+        detects = [c for c in cmds if c.argv[:2] == ["fc", "detect"]]
+        assert len(detects) == 5 and all(f"device={accelerator}" in c.argv for c in detects)
+    top = load_pipeline(CONFIGS / "compare" / "grailqa.yaml", {"accelerator": "gpu"}).commands()
+    assert "accelerator=gpu" in next(c for c in top if c.step == "fc").argv
+    assert load_pipeline(CONFIGS / "compare" / "grailqa.yaml").vars["accelerator"] == "cpu"
