@@ -160,3 +160,17 @@ def test_the_grailqa_chains_put_every_trained_part_on_the_accelerator_variable()
     top = load_pipeline(CONFIGS / "compare" / "grailqa.yaml", {"accelerator": "gpu"}).commands()
     assert "accelerator=gpu" in next(c for c in top if c.step == "fc").argv
     assert load_pipeline(CONFIGS / "compare" / "grailqa.yaml").vars["accelerator"] == "cpu"
+
+
+@pytest.mark.parametrize("chain", ["pipeline_grailqa.yaml", "pipeline_grailqa_eval.yaml", "pipeline_synthetic.yaml"])
+def test_the_composer_test_step_names_the_detected_training_file(chain):
+    # the composer's data module reads the detected training file at test too; left to its default
+    # (<data_dir>/../detected/train.jsonl) it is missing wherever the split lives apart from the chain's work folder,
+    # as in configs/compare/grailqa.yaml (world: <compare work>/world, detections: <compare work>/fc/detected)
+    overrides = {"world": "shared/world"} if chain != "pipeline_grailqa_eval.yaml" else {"parts_world": "shared/world"}
+    pipe = load_pipeline(CONFIGS / "fc" / chain, overrides)
+    tests = [c for c in pipe.commands() if c.argv[0] == "test"]
+    assert tests
+    for cmd in tests:
+        train_file = cmd.argv[cmd.argv.index("--data.init_args.train_file") + 1]
+        assert train_file.endswith("detected/train.jsonl") and not train_file.startswith("shared/world")
