@@ -46,7 +46,7 @@ def _check_keqing(work: Path) -> None:
     assert len(rows) == 8 and {r["form"] for r in rows} == {"paper"}
     extended = _rows(work / "test_predictions_extended.jsonl")
     assert {(r["form"], tuple(r["extensions"])) for r in extended} == {
-        ("extended", ("constrained_decoding", "path_fallback", "answer_type"))
+        ("extended", ("constrained_decoding", "path_fallback", "path_constraints", "answer_type"))
     }
     # two training steps write no decomposition yet: every failure is recorded, none crashes the run
     assert all(r["failure"] in (None, "decomposition", "retrieval", "reasoning") for r in rows)

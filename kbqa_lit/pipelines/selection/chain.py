@@ -28,6 +28,7 @@ def build_extensions(
     *,
     path_fallback: bool,
     answer_type: bool,
+    path_constraints: bool = False,
     encoder: str = MINILM,
     max_hops: int = 2,
     override_margin: float | None = None,
@@ -40,6 +41,8 @@ def build_extensions(
     Args:
         path_fallback: Whether the linked entities' KB paths follow the candidates.
         answer_type: Whether answers are checked against the question's answer noun.
+        path_constraints: Whether the KB-path search (of either step) also ranks two-entity joins and
+            class-restricted paths (:mod:`~kbqa_lit.pipelines.selection.path_constraints`).
         encoder: The sentence encoder that ranks paths (and compares answer kinds).
         max_hops: Longest path (1 or 2).
         override_margin: How much better a path must score to replace an executable first choice
@@ -52,11 +55,16 @@ def build_extensions(
     Returns:
         ``(paths, types)``, each ``None`` when off; ``types`` ranks paths with ``paths`` when on.
     """
-    paths = PathFallback(encoder, max_hops, override_margin=override_margin) if path_fallback else None
+    paths = (
+        PathFallback(encoder, max_hops, override_margin=override_margin, constraints=path_constraints)
+        if path_fallback
+        else None
+    )
     types = None
     if answer_type:
         kinds = type_encoder or encoder
-        types = TypeGuard(AnswerTypes(kinds, type_threshold), paths or PathFallback(kinds), type_max_paths)
+        searched = paths or PathFallback(kinds, constraints=path_constraints)
+        types = TypeGuard(AnswerTypes(kinds, type_threshold), searched, type_max_paths)
     return paths, types
 
 
@@ -89,6 +97,7 @@ class ChainSettings:
         return build_extensions(
             path_fallback=form.on("path_fallback"),
             answer_type=form.on("answer_type"),
+            path_constraints=form.on("path_constraints"),
             encoder=self.encoder,
             max_hops=self.max_hops,
             override_margin=self.override_margin,

@@ -17,6 +17,10 @@ The extensions (:data:`EXTENSIONS`):
   its paper's and is not this extension.
 - ``path_fallback``: when no candidate executes, the linked entities' KB paths ranked by a
   sentence encoder answer (:mod:`kbqa_lit.pipelines.selection.path_fallback`).
+- ``path_constraints``: the KB-path search (of ``path_fallback`` and ``answer_type``) also ranks
+  two-entity joins and class-restricted paths, forms of both entities first
+  (:mod:`kbqa_lit.pipelines.selection.path_constraints`); offered by Keqing, whose chains from one
+  seed express neither.
 - ``answer_type``: an answer of another kind than the question names gives way to the next
   candidate or path of that kind (:mod:`kbqa_lit.pipelines.selection.type_guard`).
 - ``fill_composition``: FC-KBQA composes by filling its skeletons with the detected components
@@ -47,6 +51,7 @@ EXTENSIONS: dict[str, str] = {
     "constrained_decoding": "generation under a grammar beyond the paper's (CoQ: schema; Keqing: template bank)",
     "path_fallback": "the linked entities' KB paths answer when no candidate executes",
     "answer_type": "an answer of another kind than the question names gives way",
+    "path_constraints": "the KB-path search also ranks two-entity joins and class-restricted paths",
     "fill_composition": "skeletons filled with the detected components (FC-KBQA's rejected enumeration)",
     "neighbour_skeletons": "skeletons of the nearest training questions instead of the skeleton parser",
 }
@@ -55,7 +60,7 @@ EXTENSIONS: dict[str, str] = {
 OFFERED: dict[str, tuple[str, ...]] = {
     "coq": ("constrained_decoding", "path_fallback", "answer_type"),
     "fc": ("neighbour_skeletons", "fill_composition", "path_fallback", "answer_type"),
-    "keqing": ("constrained_decoding", "path_fallback", "answer_type"),
+    "keqing": ("constrained_decoding", "path_fallback", "path_constraints", "answer_type"),
     "tfs": ("path_fallback", "answer_type"),
 }
 

@@ -24,6 +24,10 @@ the same way; when the best path's cosine exceeds the beam's own by more than th
 path's answers replace the beam's. A generator that writes a relation it knows where the question
 asks for another (``place of birth`` for "nationality of X's spouse") is corrected; with a wide
 margin, chains the generator got right are left alone (the margin is chosen on a validation set).
+
+**Constraints** (``constraints``, the ``path_constraints`` extension, off by default): the ranked
+forms also include two-entity joins and class-restricted paths, and forms that use both of two
+linked entities rank first (:mod:`~kbqa_lit.pipelines.selection.path_constraints`).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from kbqa_lit.errors import EndpointUnreachableError, StoreError, UserInputError
 from kbqa_lit.kb.index.paths import RelationPath, mediator_paths, relation_paths
 from kbqa_lit.kb.lf.chains import chain_from_sexpr
 from kbqa_lit.pipelines.selection.execution_guided import ExecutionGuidedSelector, Selection, fallback_answers
+from kbqa_lit.pipelines.selection.path_constraints import Candidate, join_candidates, restricted
 
 _COUNT = re.compile(r"^\s*\(\s*count\b", re.IGNORECASE)
 
@@ -76,6 +81,8 @@ class PathFallback:
         override_margin: When set, a chosen beam that is a plain join chain is replaced by the
             best path whose cosine exceeds the chain's own by more than this (see the module
             docstring); ``None``: beams that execute are never replaced.
+        constraints: Also rank two-entity joins and class-restricted paths, forms that use more
+            linked entities first (:mod:`~kbqa_lit.pipelines.selection.path_constraints`).
 
     Raises:
         UserInputError: When ``max_hops`` is not 1 or 2, ``max_candidates < 1`` or
@@ -89,6 +96,7 @@ class PathFallback:
         max_candidates: int = 5,
         limit: int = 20000,
         override_margin: float | None = None,
+        constraints: bool = False,
     ) -> None:
         check_choice("max_hops", max_hops, (1, 2), where="path fallback")
         if max_candidates < 1:
@@ -96,6 +104,7 @@ class PathFallback:
         if override_margin is not None and override_margin < 0:
             raise UserInputError(f"path fallback: override_margin must be >= 0, got {override_margin!r}")
         self.override_margin = None if override_margin is None else float(override_margin)
+        self.constraints = bool(constraints)
         self.encoder_name = encoder
         self.max_hops = int(max_hops)
         self.max_candidates = int(max_candidates)
@@ -193,15 +202,32 @@ class PathFallback:
             ``(sexprs, scores, errors)``; empty lists when no entity is linked or the KB has no path.
         """
         paths, errors = self.paths(kb, list(linked), mediators)
-        if not paths:
+        cands = [Candidate(p.sexpr, p.relations, 1) for p in paths]
+        if self.constraints:
+            joins, join_errors = join_candidates(kb, list(linked))
+            cands, errors = cands + joins, errors + join_errors
+        if not cands:
             return [], [], errors
-        scores = self._similarities(question, linked, [path_words(p) for p in paths])
+        scores = self._similarities(question, linked, [_words(c.schema) for c in cands])
         keep = self.max_candidates if max_candidates is None else max_candidates
-        order = sorted(range(len(paths)), key=lambda i: (-round(scores[i], 6), i))[:keep]
+        order = self._order(cands, scores)
+        if self.constraints:
+            extra, class_errors = restricted(kb, [cands[i] for i in order[: self.max_candidates]])
+            errors += class_errors
+            if extra:
+                scores += self._similarities(question, linked, [_words(c.schema) for c in extra])
+                cands += extra
+                order = self._order(cands, scores)
+        order = order[:keep]
         if counting is None:
             counting = bool(beams) and bool(_COUNT.match(beams[0]))
-        sexprs = [f"(COUNT {paths[i].sexpr})" if counting else paths[i].sexpr for i in order]
+        sexprs = [f"(COUNT {cands[i].sexpr})" if counting else cands[i].sexpr for i in order]
         return sexprs, [float(scores[i]) for i in order], errors
+
+    @staticmethod
+    def _order(cands: Sequence[Candidate], scores: Sequence[float]) -> list[int]:
+        """Forms that use more linked entities first, then best cosine first, then the order given."""
+        return sorted(range(len(cands)), key=lambda i: (-cands[i].entities, -round(scores[i], 6), i))
 
     def select(
         self,
