@@ -16,12 +16,12 @@ import lightning as L
 
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.pipelines.selection.chain import build_extensions
-from kbqa_lit.pipelines.selection.forms import OFFERED, Form, resolve_form
+from kbqa_lit.pipelines.selection.forms import EXTENDED, Form, resolve_form
 from kbqa_lit.pipelines.selection.path_fallback import PathFallback
 from kbqa_lit.pipelines.selection.type_guard import TypeGuard
 
 #: The extensions this step can apply (FC-KBQA's filling and neighbour skeletons are its own commands').
-APPLIED = ("constrained_decoding", "path_fallback", "answer_type")
+APPLIED = ("constrained_decoding", "path_fallback", "path_constraints", "answer_type")
 
 
 @dataclass
@@ -59,7 +59,7 @@ class AnsweringForm:
                 one this step does not apply.
         """
         if extensions is None and form == "extended":  # every extension of the system that this step applies
-            extensions = [e for e in OFFERED.get(system, ()) if e in APPLIED]
+            extensions = [e for e in EXTENDED.get(system, ()) if e in APPLIED]
             form = None
         asked = resolve_form(system, form, extensions)
         elsewhere = [e for e in asked.extensions if e not in APPLIED]
@@ -71,6 +71,7 @@ class AnsweringForm:
         paths, types = build_extensions(
             path_fallback=asked.on("path_fallback"),
             answer_type=asked.on("answer_type"),
+            path_constraints=asked.on("path_constraints"),
             encoder=encoder,
             max_hops=max_hops,
             override_margin=override_margin,

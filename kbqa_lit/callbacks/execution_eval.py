@@ -84,11 +84,13 @@ class ExecutionGuidedEval(EvalBatchCallback):
         system: Which system answers (``coq``, ``fc``, ``keqing``, ``tfs``): decides what ``form``
             switches on (:mod:`kbqa_lit.pipelines.selection.forms`).
         form: ``paper`` (the default without ``extensions``: the paper's method) or ``extended``
-            (every extension ``system`` offers). Rows carry ``form`` and ``extensions``; the test
-            logs them as hyper-parameters (``answering/form``, ``answering/extensions``).
+            (``system``'s preset, :data:`~kbqa_lit.pipelines.selection.forms.EXTENDED`). Rows carry
+            ``form`` and ``extensions``; the test logs them as hyper-parameters (``answering/form``,
+            ``answering/extensions``).
         extensions: An explicit list instead of the preset (``[path_fallback]``: the paper plus
             one). CoQ offers ``constrained_decoding`` (``constrained`` then defaults to ``schema``;
-            any mode but ``none`` counts as it), ``path_fallback`` and ``answer_type`` (rows record
+            any mode but ``none`` counts as it), ``path_fallback``, ``path_constraints`` (not in its
+            preset) and ``answer_type`` (rows record
             each; ``path_fallback_rate``/``answer_type_rate`` are logged).
         path_encoder: The sentence encoder of the path fallback (all-MiniLM-L6-v2 offline).
         path_max_hops: Longest relation path of the path fallback (1 or 2).

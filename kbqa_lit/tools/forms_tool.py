@@ -14,15 +14,17 @@ from kbqa_lit.tools.common import print_json
 
 def cmd_extensions(args: argparse.Namespace) -> int:
     """``kbqa extensions``."""
-    from kbqa_lit.pipelines.selection.forms import EXTENSIONS, OFFERED, SYSTEMS, describe
+    from kbqa_lit.pipelines.selection.forms import EXTENDED, EXTENSIONS, OFFERED, SYSTEMS, describe
 
     if args.system is not None:
-        offered = list(OFFERED[args.system])
+        offered, extended = list(OFFERED[args.system]), list(EXTENDED[args.system])
         if args.json:
-            print_json({"system": args.system, "paper": [], "extended": offered})
+            print_json({"system": args.system, "paper": [], "extended": extended, "offered": offered})
         else:
             print(f"{args.system} paper:    no extension (the paper's method)")
-            print(f"{args.system} extended: {', '.join(offered)} (or name some: extensions: [{offered[0]}])")
+            print(f"{args.system} extended: {', '.join(extended)} (or name some: extensions: [{offered[0]}])")
+            if offered != extended:
+                print(f"{args.system} offers too: {', '.join(e for e in offered if e not in extended)}")
         return 0
     if args.json:
         print_json(

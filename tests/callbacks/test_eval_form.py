@@ -38,6 +38,13 @@ def test_a_grammar_constraint_on_coq_beams_is_recorded_as_the_extension() -> Non
     assert fc.recorded("datamodule").name == "paper"
 
 
+def test_path_constraints_is_offered_to_coq_but_not_in_its_extended_preset() -> None:
+    assert AnsweringForm.build("coq", "extended", None, **SETTINGS).paths.constraints is False
+    form = AnsweringForm.build("coq", None, ["path_fallback", "path_constraints"], **SETTINGS)
+    assert form.paths is not None and form.paths.constraints
+    assert form.recorded("none").tag() == "paper+path_fallback+path_constraints"
+
+
 def test_the_callback_rejects_an_extension_its_system_does_not_offer() -> None:
     with pytest.raises(UserInputError, match="coq does not offer the extensions \\['fill_composition'\\]"):
         ExecutionGuidedEval(store="unused", extensions=["fill_composition"])

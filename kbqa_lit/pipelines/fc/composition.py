@@ -48,7 +48,7 @@ from kbqa_lit.pipelines.selection.type_guard import TypeGuard
 def extensions_from(
     form: Form, paths: PathsConfig, answer_type: AnswerTypeConfig
 ) -> tuple[PathFallback | None, TypeGuard | None]:
-    """The ``path_fallback`` and ``answer_type`` extensions as the answer chain's optional steps.
+    """The ``path_fallback``, ``path_constraints`` and ``answer_type`` extensions as the answer chain's optional steps.
 
     The type check ranks its KB paths with the fallback's ranking when both are on, else with a
     ranking of its own with the section's encoder
@@ -59,6 +59,7 @@ def extensions_from(
     return build_extensions(
         path_fallback=fallback,
         answer_type=check,
+        path_constraints=form.on("path_constraints"),
         encoder=paths.encoder,
         max_hops=paths.max_hops,
         override_margin=paths.override_margin,

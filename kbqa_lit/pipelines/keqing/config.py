@@ -167,8 +167,8 @@ class KeqingConfig:
 
     Attributes:
         form: ``paper`` (the default) or ``extended`` (every extension Keqing offers:
-            ``path_fallback`` and ``answer_type``, read through the question's chains;
-            :mod:`kbqa_lit.pipelines.keqing.extensions`).
+            ``constrained_decoding``, ``path_fallback``, ``path_constraints`` and ``answer_type``, the
+            last three read through the question's chains; :mod:`kbqa_lit.pipelines.keqing.extensions`).
         extensions: A list instead of the form's preset.
         answer_chain: The extensions' settings (read only when they are on).
     """

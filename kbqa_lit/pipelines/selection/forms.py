@@ -3,10 +3,11 @@
 A system runs in its **paper** form (its paper's method, with named stand-ins where this machine
 lacks what the paper used) unless a run switches on **extensions**: additions of ours, each a
 named setting that any system's answering step reads from one list. The two forms are presets of
-that list: ``paper`` switches none on; ``extended`` switches on every extension the system
-offers (:data:`EXTENDED`). A run may also name its own list (``extensions: [path_fallback]``: the
-paper plus one addition), and its recorded form is then ``paper`` when the list is empty and
-``extended`` otherwise, so a row never claims to be the paper's method when it is not.
+that list: ``paper`` switches none on; ``extended`` switches on the system's chosen ones
+(:data:`EXTENDED`: every extension it offers, except ``path_constraints`` outside Keqing). A run
+may also name its own list (``extensions: [path_fallback]``: the paper plus one addition), and
+its recorded form is then ``paper`` when the list is empty and ``extended`` otherwise, so a row
+never claims to be the paper's method when it is not.
 
 The extensions (:data:`EXTENSIONS`):
 
@@ -19,8 +20,8 @@ The extensions (:data:`EXTENSIONS`):
   sentence encoder answer (:mod:`kbqa_lit.pipelines.selection.path_fallback`).
 - ``path_constraints``: the KB-path search (of ``path_fallback`` and ``answer_type``) also ranks
   two-entity joins and class-restricted paths, forms of both entities first
-  (:mod:`kbqa_lit.pipelines.selection.path_constraints`); offered by Keqing, whose chains from one
-  seed express neither.
+  (:mod:`kbqa_lit.pipelines.selection.path_constraints`); in Keqing's ``extended`` form (its chains
+  from one seed express neither); CoQ, FC-KBQA and TFS-KBQA offer it to a run that lists it.
 - ``answer_type``: an answer of another kind than the question names gives way to the next
   candidate or path of that kind (:mod:`kbqa_lit.pipelines.selection.type_guard`).
 - ``fill_composition``: FC-KBQA composes by filling its skeletons with the detected components
@@ -58,14 +59,18 @@ EXTENSIONS: dict[str, str] = {
 
 #: The extensions each system's answering step offers today, in the order they act.
 OFFERED: dict[str, tuple[str, ...]] = {
-    "coq": ("constrained_decoding", "path_fallback", "answer_type"),
-    "fc": ("neighbour_skeletons", "fill_composition", "path_fallback", "answer_type"),
+    "coq": ("constrained_decoding", "path_fallback", "path_constraints", "answer_type"),
+    "fc": ("neighbour_skeletons", "fill_composition", "path_fallback", "path_constraints", "answer_type"),
     "keqing": ("constrained_decoding", "path_fallback", "path_constraints", "answer_type"),
-    "tfs": ("path_fallback", "answer_type"),
+    "tfs": ("path_fallback", "path_constraints", "answer_type"),
 }
 
-#: What ``form: extended`` switches on for each system (every extension it offers).
-EXTENDED: dict[str, tuple[str, ...]] = dict(OFFERED)
+#: What ``form: extended`` switches on for each system: every extension it offers, except ``path_constraints``
+#: where it was not measured to help (CoQ, FC-KBQA and TFS-KBQA may still list it: ``extensions: [...]``).
+EXTENDED: dict[str, tuple[str, ...]] = {
+    system: tuple(e for e in offered if system == "keqing" or e != "path_constraints")
+    for system, offered in OFFERED.items()
+}
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,7 @@ class Form:
     def tag(self) -> str:
         """A short label for run names: ``paper``, ``extended`` or ``paper+path_fallback+answer_type``.
 
-        ``extended`` alone means every extension the system offers; a partial list is spelled out.
+        ``extended`` alone means the system's preset (:data:`EXTENDED`); any other list is spelled out.
         """
         if not self.extensions:
             return "paper"
@@ -124,7 +129,7 @@ def resolve_form(system: str, form: str | None = "paper", extensions: Iterable[s
 
     Args:
         system: The system answering (``coq``, ``fc``, ``keqing``, ``tfs``).
-        form: ``paper`` (no extension), ``extended`` (every extension the system offers) or
+        form: ``paper`` (no extension), ``extended`` (the system's preset, :data:`EXTENDED`) or
             ``None`` (only the explicit list).
         extensions: An explicit list; when given (even empty) it decides over the preset (the
             recorded form is then ``paper`` only for an empty list), except that ``extended`` with

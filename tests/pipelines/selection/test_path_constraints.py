@@ -63,8 +63,13 @@ def test_the_search_puts_forms_of_both_entities_first(kb) -> None:
     assert sel.path_fallback and sel.answers == ["2001"]
 
 
-def test_keqing_offers_it_in_its_extended_form() -> None:
+def test_keqing_extended_switches_it_on_and_every_system_offers_it() -> None:
     assert resolve_form("keqing", "extended").on("path_constraints")
+    assert resolve_form("keqing", "extended").tag() == "extended"
     assert not resolve_form("keqing", "paper").on("path_constraints")
+    for system in ("coq", "fc", "tfs"):  # offered, not in their extended preset (not measured to help them)
+        assert not resolve_form(system, "extended").on("path_constraints")
+        listed = resolve_form(system, None, ["path_fallback", "path_constraints"])
+        assert listed.tag() == "paper+path_fallback+path_constraints"
     with pytest.raises(UserInputError, match="does not offer"):
-        resolve_form("coq", None, ["path_constraints"])
+        resolve_form("keqing", None, ["fill_composition"])
