@@ -244,6 +244,42 @@ class MultitaskGenerator(LightningModule):
         return self.tokenizer
 
     @torch.no_grad()
+    def target_logprobs(
+        self, source: str, targets: list[str], max_source_length: int = 256, max_target_length: int | None = None
+    ) -> list[float]:
+        """Each target's summed token log-probability given ``source`` (teacher forcing, one batch).
+
+        A reranker's score of given outputs (e.g. candidate skeletons) rather than a search for them.
+
+        Args:
+            source: The input text.
+            targets: The outputs to score.
+            max_source_length: Source tokens kept.
+            max_target_length: Target tokens kept (``None``: the module's ``max_target_length``).
+        """
+        if not targets:
+            return []
+        tok = self._require_tokenizer()
+        longest = max_target_length or int(self.hparams.max_target_length)
+        enc = tok([source] * len(targets), truncation=True, max_length=max_source_length, padding=True,
+                  return_tensors="pt")  # fmt: skip
+        ids = tok(list(targets), truncation=True, max_length=longest, padding=True, return_tensors="pt")["input_ids"]
+        labels = ids.masked_fill(ids == tok.pad_token_id, -100).to(self.device)
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            logits = self(enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device), labels).logits
+        finally:
+            if was_training:
+                self.model.train()
+        if self.model.config.model_type == "encoder-decoder":  # forward dropped the start token the decoder gets
+            labels = drop_start_token(labels, self.model.config.decoder_start_token_id)
+        logp = logits.float().log_softmax(-1)
+        mask = labels != -100
+        picked = logp.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+        return (picked * mask).sum(-1).tolist()
+
+    @torch.no_grad()
     def _generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **kwargs: Any) -> list[str]:
         tok = self._require_tokenizer()
         was_training = self.model.training

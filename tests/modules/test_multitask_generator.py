@@ -193,3 +193,23 @@ def test_alpha_zero_trains_the_lf_task_only(dm, batch, monkeypatch: pytest.Monke
     assert got.keys() == want.keys() and got
     for name in want:
         torch.testing.assert_close(got[name], want[name], msg=name)
+
+
+def test_target_logprobs_score_given_outputs_by_teacher_forcing(dm) -> None:
+    module = make_module(dm, alpha=0.0)
+    module.train()  # scoring switches dropout off and back on
+    source, targets = "where was ada born", ["(JOIN (R people.person.place_of_birth) m.01)", "(JOIN r m.01)", ""]
+    scores = module.target_logprobs(source, targets)
+    assert len(scores) == 3 and all(s <= 0 for s in scores) and module.target_logprobs(source, []) == []
+    assert module.model.training
+    module.eval()
+    # each equals the summed log-softmax of its own tokens, alone in a batch (padding changes nothing)
+    tok = dm.tokenizer
+    for target, score in zip(targets, scores, strict=True):
+        enc = tok([source], return_tensors="pt")
+        labels = tok([target], return_tensors="pt")["input_ids"]
+        logits = module.model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], labels=labels).logits
+        expected = logits.log_softmax(-1).gather(-1, labels.unsqueeze(-1)).sum().item()
+        assert score == pytest.approx(expected, abs=1e-4)
+    # a longer target that repeats a shorter one's tokens has a lower summed probability (more factors <= 1)
+    assert scores[0] < scores[2]

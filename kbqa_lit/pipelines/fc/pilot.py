@@ -18,7 +18,8 @@ Our choices (the paper gives no procedure):
   way the order is a seeded shuffle, so a tie is not decided in the gold's favour;
 - **fine score** (:func:`fine_scores`): each extractor's scores of the distinct relations (classes)
   among the candidates, softmax-normalised over them; a form's score is the sum over its
-  components;
+  components, plus, with a skeleton parser, its skeleton's probability among the candidates'
+  skeletons (the paper's fine method composes the components by a predicted skeleton);
 - **coarse score** (:func:`coarse_scores`): the ranker's score of ``(question, normalised form)``,
   the form written as the generators read it (:func:`~kbqa_lit.kb.lf.normalize.normalize_sexpr`).
 """
@@ -32,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kbqa_lit.data.fc.extractor_texts import schema_domain
+from kbqa_lit.data.fc.skeletons import lf_skeleton, mask_mentions
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import SExprError, UserInputError
 from kbqa_lit.kb.lf.normalize import normalize_sexpr
@@ -180,13 +182,22 @@ def _softmax(scores: Sequence[float]) -> list[float]:
     return [e / total for e in exp]
 
 
-def fine_scores(q: PilotQuestion, relation_score: ScoreFn, class_score: ScoreFn | None = None) -> list[float]:
+def fine_scores(
+    q: PilotQuestion,
+    relation_score: ScoreFn,
+    class_score: ScoreFn | None = None,
+    skeleton_score: ScoreFn | None = None,
+) -> list[float]:
     """Sum of the softmax-normalised component scores of each candidate (see the module docstring).
 
     Args:
         q: The question and its candidates.
         relation_score: The relation extractor's ``score(question, relation ids)``.
         class_score: The class extractor's (``None``: classes add nothing).
+        skeleton_score: The skeleton parser's ``score(masked question, skeletons)`` (log-probabilities:
+            ``MultitaskGenerator.target_logprobs``), softmax-normalised over the candidates' distinct
+            skeletons and added to each candidate's sum: the skeleton decides the form's shape — whether
+            a class belongs, which way the hop goes — which the components alone do not (``None``: off).
     """
     parts = [schema_items(c) for c in q.candidates]
     normalised: dict[str, float] = {}
@@ -194,7 +205,14 @@ def fine_scores(q: PilotQuestion, relation_score: ScoreFn, class_score: ScoreFn 
         ids = list(dict.fromkeys(i for p in parts for i in getattr(p, kind)))
         if ids and fn is not None:
             normalised.update(zip(ids, _softmax(list(fn(q.question, ids))), strict=True))
-    return [sum(normalised.get(i, 0.0) for i in (*p.relations, *p.classes)) for p in parts]
+    out = [sum(normalised.get(i, 0.0) for i in (*p.relations, *p.classes)) for p in parts]
+    if skeleton_score is None:
+        return out
+    shapes = [lf_skeleton(c) for c in q.candidates]
+    distinct = list(dict.fromkeys(shapes))
+    source = mask_mentions(q.question, list(q.labels.values()))
+    shape_p = dict(zip(distinct, _softmax(list(skeleton_score(source, distinct))), strict=True))
+    return [score + shape_p[shape] for score, shape in zip(out, shapes, strict=True)]
 
 
 def form_text(form: str, labels: Mapping[str, str]) -> str:

@@ -13,6 +13,7 @@ from kbqa_lit.errors import UserInputError
 from kbqa_lit.kb.lf.sexpr import schema_items, skeleton
 from kbqa_lit.modules.fc.lf_ranker import LogicalFormRanker
 from kbqa_lit.pipelines.fc.pilot import (
+    PilotQuestion,
     candidate_forms,
     coarse_scores,
     coarse_training_groups,
@@ -82,6 +83,27 @@ def test_fine_score_sums_softmax_normalised_component_scores() -> None:
     assert both[q2.candidates.index(GOLD_CLASS)] == pytest.approx(math.exp(3.0) / z + math.exp(1.0) / z_c)
     accuracy = top1_accuracy([q1, q2], lambda q: fine_scores(q, rel, cls))
     assert accuracy == {"all": 0.5, "n_all": 2, "iid": 0.0, "n_iid": 1, "zero-shot": 1.0, "n_zero-shot": 1}
+
+
+def test_the_skeleton_score_decides_the_shape_the_components_cannot() -> None:
+    gold, bare = GOLD_CLASS, "(JOIN film.film.directed_by m.02)"
+    q = PilotQuestion("q2", "which film did bo direct", gold, (bare, gold, "(JOIN (R film.film.directed_by) m.02)"),
+                      {"m.02": "Bo"}, correct=frozenset({gold}))  # fmt: skip
+    seen: list[tuple[str, list[str]]] = []
+
+    def rel(_q: str, ids: list[str]) -> list[float]:
+        return [0.0 for _ in ids]
+
+    def shape(source: str, skeletons: list[str]) -> list[float]:
+        seen.append((source, list(skeletons)))
+        return [0.0 if s.startswith("(JOIN") else math.log(3.0) for s in skeletons]
+
+    plain = fine_scores(q, rel)  # no class extractor: the components cannot tell the three apart
+    assert plain[0] == plain[1] == plain[2]
+    scores = fine_scores(q, rel, skeleton_score=shape)
+    assert max(range(3), key=lambda i: scores[i]) == 1  # the parser's skeleton with a class wins
+    assert seen[0][0] == "which film did <entity0> direct" and len(seen[0][1]) == 3  # masked; one per shape
+    assert scores[1] - scores[0] == pytest.approx(3 / 5 - 1 / 5)  # softmax over the three skeletons
 
 
 def test_coarse_ranker_scores_whole_forms_with_a_tiny_encoder() -> None:
