@@ -27,6 +27,7 @@ import random
 import tempfile
 import time
 from pathlib import Path
+from typing import TypeVar
 
 import lightning as L
 import torch
@@ -59,6 +60,20 @@ def _encoder(kind: str) -> dict:
     return {"encoder_name_or_path": None, "encoder_config": TINY}
 
 
+M = TypeVar("M", bound=L.LightningModule)
+
+
+def _fit(model: M, dm: L.LightningDataModule, args: argparse.Namespace) -> M:
+    """``model`` trained ``args.steps`` steps on ``dm`` (no validation, logging or checkpoints), in eval mode."""
+    trainer = L.Trainer(
+        max_steps=args.steps, accelerator="cpu", logger=False, enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
+    )  # fmt: skip
+    trainer.fit(model, datamodule=dm)
+    model.eval()
+    return model
+
+
 def train_extractor(kind: str, world: Path, args: argparse.Namespace) -> ComponentExtractor:
     """A relation or class extractor trained for ``args.steps`` steps (the real datamodule and Trainer)."""
     dm = ExtractorDataModule(
@@ -77,13 +92,7 @@ def train_extractor(kind: str, world: Path, args: argparse.Namespace) -> Compone
         learning_rate=args.lr,
         **_encoder(args.encoder),
     )
-    trainer = L.Trainer(
-        max_steps=args.steps, accelerator="cpu", logger=False, enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
-    )  # fmt: skip
-    trainer.fit(model, datamodule=dm)
-    model.eval()
-    return model
+    return _fit(model, dm, args)
 
 
 def train_skeleton_parser(world: Path, args: argparse.Namespace) -> MultitaskGenerator:
@@ -95,13 +104,7 @@ def train_skeleton_parser(world: Path, args: argparse.Namespace) -> MultitaskGen
                       "d_kv": 32, "dropout_rate": 0.05},
         tokenizer=dm.tokenizer, alpha=0.0, learning_rate=3e-3, warmup_ratio=0.05, max_target_length=48,
     )  # fmt: skip
-    trainer = L.Trainer(
-        max_steps=args.steps, accelerator="cpu", logger=False, enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
-    )  # fmt: skip
-    trainer.fit(model, datamodule=dm)
-    model.eval()
-    return model
+    return _fit(model, dm, args)
 
 
 def train_coarse(groups: list[tuple[str, list[str]]], args: argparse.Namespace) -> LogicalFormRanker:
