@@ -195,45 +195,86 @@ class GrammarLogitsProcessor(LogitsProcessor):
 
         A group is an example's rows (beam search) or one guarded row (greedy, or beam scores unknown:
         ``beam`` is then 0). Every token of a guarded row that was not checked, or did not fit, becomes ``-inf``.
+        The first ``2 * budget_top_k`` candidates of every group are ranked at once (:meth:`_ranked`); a group
+        that needs more is ranked again by itself with twice as many, as often as needed.
         """
         k = int(self.budget_top_k or 1)
         width = out.shape[-1]
         info = {g[0]: g for g in guarded}
-        on = beam.to(out.device)  # ranked where the scores are: only the top tokens' ids come back to the host
         keep_rows: dict[int, list[int]] = {r: [] for r in info}
-        for rows in groups:
-            flat = (out[rows].float() + on[rows, None]).flatten()
-            fitting, seen, n = 0, 0, min(flat.numel(), 2 * k)
-            while True:
-                top = flat.topk(n)
-                done = False
-                for v, i in zip(top.values.tolist()[seen:], top.indices.tolist()[seen:], strict=True):
-                    if v == float("-inf"):
-                        done = True
-                        break
-                    r, t = rows[i // width], i % width
-                    g = info.get(r)
-                    if g is None:
-                        fitting += 1
-                    elif g[1].fits(g[2], t, g[3]):
-                        fitting += 1
-                        keep_rows[r].append(t)
-                    if fitting >= k:
-                        done = True
-                        break
-                if done or n >= flat.numel():
-                    break
-                seen, n = n, min(flat.numel(), 2 * n)
+        on = beam.to(out.device)  # ranked where the scores are: only the top tokens' ids come back to the host
+        for rows, (values, indices) in zip(groups, self._ranked(out, on, groups, 2 * k), strict=True):
+            fitting, done = self._scan(rows, values, indices, width, info, keep_rows, k, 0)
+            numel, seen = len(rows) * width, len(values)
+            while not done and seen < numel:
+                n = min(numel, 2 * seen)
+                top = (out[rows].float() + on[rows, None]).flatten().topk(n)
+                values, indices = top.values.tolist()[seen:], top.indices.tolist()[seen:]
+                fitting, done = self._scan(rows, values, indices, width, info, keep_rows, k, fitting)
+                seen = n
         rows = list(keep_rows)
         self._keep_only(scores, out, rows, [keep_rows[r] or [info[r][1].fallback(info[r][2])] for r in rows])
+
+    @staticmethod
+    def _ranked(
+        out: torch.Tensor, on: torch.Tensor, groups: list[list[int]], n: int
+    ) -> list[tuple[list[float], list[int]]]:
+        """Each group's ``n`` best candidates (``beam + score``, best first) as ``(values, flat indices)``.
+
+        Groups of one size are ranked by one ``topk`` over their rows laid end to end (a group's flat
+        index ``i`` is token ``i % vocab`` of its row ``i // vocab``), as ranking each group alone would.
+        """
+        by_size: dict[int, list[int]] = {}
+        for g, rows in enumerate(groups):
+            by_size.setdefault(len(rows), []).append(g)
+        ranked: list[tuple[list[float], list[int]]] = [([], [])] * len(groups)
+        for size, members in by_size.items():
+            idx = torch.as_tensor([r for g in members for r in groups[g]], dtype=torch.long, device=out.device)
+            rows = out.index_select(0, idx).float().view(len(members), size, -1)  # whole rows: faster than out[idx]
+            flat = (rows + on.index_select(0, idx).view(len(members), size, 1)).flatten(1)  # [groups, size * vocab]
+            top = flat.topk(min(n, flat.shape[1]), dim=1)
+            for g, values, indices in zip(members, top.values.tolist(), top.indices.tolist(), strict=True):
+                ranked[g] = (values, indices)
+        return ranked
+
+    @staticmethod
+    def _scan(
+        rows: list[int],
+        values: list[float],
+        indices: list[int],
+        width: int,
+        info: dict[int, Guarded],
+        keep_rows: dict[int, list[int]],
+        k: int,
+        fitting: int,
+    ) -> tuple[int, bool]:
+        """Check ranked candidates of one group in order, noting the guarded rows' tokens that fit in ``keep_rows``.
+
+        A candidate of an unguarded row counts as fitting. Returns the number fitting so far (``fitting``
+        before) and whether the group is done: ``k`` fit, or the candidates reached ``-inf``.
+        """
+        for v, i in zip(values, indices, strict=True):
+            if v == float("-inf"):
+                return fitting, True
+            r, t = rows[i // width], i % width
+            g = info.get(r)
+            if g is None:
+                fitting += 1
+            elif g[1].fits(g[2], t, g[3]):
+                fitting += 1
+                keep_rows[r].append(t)
+            if fitting >= k:
+                return fitting, True
+        return fitting, False
 
     @staticmethod
     def _keep_only(scores: torch.FloatTensor, out: torch.FloatTensor, rows: list[int], keep: list[list[int]]) -> None:
         """Set every token of ``rows`` in ``out`` to ``-inf`` except ``keep`` (which get their ``scores``)."""
         out[rows] = float("-inf")
-        for r, ids in zip(rows, keep, strict=True):
-            at = torch.as_tensor(ids, dtype=torch.long, device=out.device)
-            out[r, at] = scores[r, at]
+        at_rows = torch.as_tensor([r for r, ids in zip(rows, keep, strict=True) for _ in ids], dtype=torch.long)
+        at_tokens = torch.as_tensor([t for ids in keep for t in ids], dtype=torch.long)
+        at_rows, at_tokens = at_rows.to(out.device), at_tokens.to(out.device)
+        out[at_rows, at_tokens] = scores[at_rows, at_tokens]
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         """Set the scores of disallowed tokens to ``-inf``."""
@@ -261,7 +302,9 @@ def masked_scores(scores: torch.FloatTensor, allowed: torch.Tensor) -> torch.Flo
     width = scores.shape[-1]
     if allowed.shape[-1] < width:
         allowed = torch.nn.functional.pad(allowed, (0, width - allowed.shape[-1]), value=False)
-    return scores.masked_fill(~allowed[:, :width], float("-inf"))  # type: ignore[return-value]
+    elif allowed.shape[-1] > width:
+        allowed = allowed[:, :width]
+    return torch.where(allowed, scores, float("-inf"))  # type: ignore[return-value]  # one pass (masked_fill(~allowed) takes two)
 
 
 __all__ = ["GrammarLogitsProcessor", "WordGrammar", "WordOptionsLike", "masked_scores"]
