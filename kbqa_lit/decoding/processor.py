@@ -98,6 +98,8 @@ class GrammarLogitsProcessor(LogitsProcessor):
         tables: dict[int, RowTables] = {}
         self._tables = [tables.setdefault(id(g), RowTables(g, shared)) for g in self.grammars]
         self._states: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
+        #: The length of the prefixes in ``_states`` (all of one length: ``input_ids`` is a rectangle; -1: none).
+        self._states_len = -1
         #: The last step's rows by prefix, beam scores and returned scores (the beam scores of the next step).
         self._last: tuple[dict[tuple[int, Any], int], torch.Tensor, torch.Tensor] | None = None
 
@@ -112,11 +114,13 @@ class GrammarLogitsProcessor(LogitsProcessor):
         return self._tables[example]
 
     def _state(self, row: int, tables: RowTables, seq: tuple[int, ...]) -> tuple[Any, ...]:
+        """The row state after ``seq``: the last step's (the same prefix, or its parent's advanced), else replayed."""
         key = (row // self.num_beams, seq)
-        found = self._states.get(key)
+        known = self._states_len
+        found = self._states.get(key) if len(seq) == known else None  # prefixes of another length never match
         if found is not None:
             return found
-        prev = self._states.get((key[0], seq[:-1])) if seq else None
+        prev = self._states.get((key[0], seq[:-1])) if seq and len(seq) - 1 == known else None
         if prev is None:  # replay from the start (a new processor, or a pruned prefix)
             state: tuple[Any, ...] = (tables.grammar.start(), ())
             for tok in seq:
@@ -127,24 +131,34 @@ class GrammarLogitsProcessor(LogitsProcessor):
 
     def row_masks(self, input_ids: torch.LongTensor) -> torch.Tensor:
         """The ``[rows, vocab]`` boolean mask of allowed next tokens (the budget guard's full check)."""
-        masks, guarded, _ = self._plan(input_ids)
+        masks, guarded, _, _ = self._plan(input_ids)
         for r, tables, state, left in guarded:
             masks[r] = tables.budget_mask(state, left)
         return torch.stack(masks)
 
-    def _plan(self, input_ids: torch.LongTensor) -> tuple[list[torch.Tensor], list[Guarded], list[tuple[int, Any]]]:
-        """Each row's grammar mask, the rows the budget guard must check, and each row's ``(example, tokens)``."""
+    def _plan(
+        self, input_ids: torch.LongTensor
+    ) -> tuple[list[torch.Tensor], list[Guarded], list[tuple[int, Any]], dict[tuple[int, Any], int]]:
+        """Each row's mask and state: what the budget guard and the beam scores need.
+
+        Returns each row's grammar mask, the rows the budget guard must check, each row's
+        ``(example, tokens)`` and each such prefix's first row (a prefix met again reuses its state).
+        """
         rows = input_ids.tolist()
         states: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
+        first: dict[tuple[int, Any], int] = {}
         masks: list[torch.Tensor] = []
         guarded: list[Guarded] = []
         keys: list[tuple[int, Any]] = []
         for r, ids in enumerate(rows):
             tables = self._tables_of(r)
             seq = tuple(ids[self.prefix_length :])
-            state = self._state(r, tables, seq)
-            keys.append((r // self.num_beams, seq))
-            states[keys[-1]] = state
+            key = (r // self.num_beams, seq)
+            state = states.get(key)
+            if state is None:
+                state = states[key] = self._state(r, tables, seq)
+                first[key] = r
+            keys.append(key)
             masks.append(tables.mask(state))
             if self.max_new_tokens is None:
                 continue
@@ -155,7 +169,8 @@ class GrammarLogitsProcessor(LogitsProcessor):
             ):
                 guarded.append((r, tables, state, left))
         self._states = states  # only the last step's prefixes are needed next
-        return masks, guarded, keys
+        self._states_len = len(rows[0]) - self.prefix_length if rows else -1
+        return masks, guarded, keys, first
 
     def _beam_scores(self, keys: list[tuple[int, Any]], first: dict[tuple[int, Any], int]) -> torch.Tensor | None:
         """Each row's running beam score as ``generate``'s beam search holds it (``None``: unknown).
@@ -280,11 +295,8 @@ class GrammarLogitsProcessor(LogitsProcessor):
         """Set the scores of disallowed tokens to ``-inf``."""
         if self.budget_top_k is None:
             return masked_scores(scores, self.row_masks(input_ids))
-        masks, guarded, keys = self._plan(input_ids)
+        masks, guarded, keys, first = self._plan(input_ids)
         out = masked_scores(scores, torch.stack(masks))
-        first: dict[tuple[int, Any], int] = {}  # each prefix's first row
-        for r, key in enumerate(keys):
-            first.setdefault(key, r)
         beam = self._beam_scores(keys, first) if self.num_beams > 1 else None
         if guarded and beam is None:  # each guarded row by itself
             self._guard(scores, out, guarded, torch.zeros(out.shape[0]), [[g[0]] for g in guarded])
