@@ -98,6 +98,8 @@ class GrammarLogitsProcessor(LogitsProcessor):
         tables: dict[int, RowTables] = {}
         self._tables = [tables.setdefault(id(g), RowTables(g, shared)) for g in self.grammars]
         self._states: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
+        #: The length of the prefixes in ``_states`` (all of one length: ``input_ids`` is a rectangle; -1: none).
+        self._states_len = -1
         #: The last step's rows by prefix, beam scores and returned scores (the beam scores of the next step).
         self._last: tuple[dict[tuple[int, Any], int], torch.Tensor, torch.Tensor] | None = None
 
@@ -112,11 +114,13 @@ class GrammarLogitsProcessor(LogitsProcessor):
         return self._tables[example]
 
     def _state(self, row: int, tables: RowTables, seq: tuple[int, ...]) -> tuple[Any, ...]:
+        """The row state after ``seq``: the last step's (the same prefix, or its parent's advanced), else replayed."""
         key = (row // self.num_beams, seq)
-        found = self._states.get(key)
+        known = self._states_len
+        found = self._states.get(key) if len(seq) == known else None  # prefixes of another length never match
         if found is not None:
             return found
-        prev = self._states.get((key[0], seq[:-1])) if seq else None
+        prev = self._states.get((key[0], seq[:-1])) if seq and len(seq) - 1 == known else None
         if prev is None:  # replay from the start (a new processor, or a pruned prefix)
             state: tuple[Any, ...] = (tables.grammar.start(), ())
             for tok in seq:
@@ -127,24 +131,34 @@ class GrammarLogitsProcessor(LogitsProcessor):
 
     def row_masks(self, input_ids: torch.LongTensor) -> torch.Tensor:
         """The ``[rows, vocab]`` boolean mask of allowed next tokens (the budget guard's full check)."""
-        masks, guarded, _ = self._plan(input_ids)
+        masks, guarded, _, _ = self._plan(input_ids)
         for r, tables, state, left in guarded:
             masks[r] = tables.budget_mask(state, left)
         return torch.stack(masks)
 
-    def _plan(self, input_ids: torch.LongTensor) -> tuple[list[torch.Tensor], list[Guarded], list[tuple[int, Any]]]:
-        """Each row's grammar mask, the rows the budget guard must check, and each row's ``(example, tokens)``."""
+    def _plan(
+        self, input_ids: torch.LongTensor
+    ) -> tuple[list[torch.Tensor], list[Guarded], list[tuple[int, Any]], dict[tuple[int, Any], int]]:
+        """Each row's mask and state: what the budget guard and the beam scores need.
+
+        Returns each row's grammar mask, the rows the budget guard must check, each row's
+        ``(example, tokens)`` and each such prefix's first row (a prefix met again reuses its state).
+        """
         rows = input_ids.tolist()
         states: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
+        first: dict[tuple[int, Any], int] = {}
         masks: list[torch.Tensor] = []
         guarded: list[Guarded] = []
         keys: list[tuple[int, Any]] = []
         for r, ids in enumerate(rows):
             tables = self._tables_of(r)
             seq = tuple(ids[self.prefix_length :])
-            state = self._state(r, tables, seq)
-            keys.append((r // self.num_beams, seq))
-            states[keys[-1]] = state
+            key = (r // self.num_beams, seq)
+            state = states.get(key)
+            if state is None:
+                state = states[key] = self._state(r, tables, seq)
+                first[key] = r
+            keys.append(key)
             masks.append(tables.mask(state))
             if self.max_new_tokens is None:
                 continue
@@ -155,7 +169,8 @@ class GrammarLogitsProcessor(LogitsProcessor):
             ):
                 guarded.append((r, tables, state, left))
         self._states = states  # only the last step's prefixes are needed next
-        return masks, guarded, keys
+        self._states_len = len(rows[0]) - self.prefix_length if rows else -1
+        return masks, guarded, keys, first
 
     def _beam_scores(self, keys: list[tuple[int, Any]], first: dict[tuple[int, Any], int]) -> torch.Tensor | None:
         """Each row's running beam score as ``generate``'s beam search holds it (``None``: unknown).
@@ -195,55 +210,93 @@ class GrammarLogitsProcessor(LogitsProcessor):
 
         A group is an example's rows (beam search) or one guarded row (greedy, or beam scores unknown:
         ``beam`` is then 0). Every token of a guarded row that was not checked, or did not fit, becomes ``-inf``.
+        The first ``2 * budget_top_k`` candidates of every group are ranked at once (:meth:`_ranked`); a group
+        that needs more is ranked again by itself with twice as many, as often as needed.
         """
         k = int(self.budget_top_k or 1)
         width = out.shape[-1]
         info = {g[0]: g for g in guarded}
-        on = beam.to(out.device)  # ranked where the scores are: only the top tokens' ids come back to the host
         keep_rows: dict[int, list[int]] = {r: [] for r in info}
-        for rows in groups:
-            flat = (out[rows].float() + on[rows, None]).flatten()
-            fitting, seen, n = 0, 0, min(flat.numel(), 2 * k)
-            while True:
-                top = flat.topk(n)
-                done = False
-                for v, i in zip(top.values.tolist()[seen:], top.indices.tolist()[seen:], strict=True):
-                    if v == float("-inf"):
-                        done = True
-                        break
-                    r, t = rows[i // width], i % width
-                    g = info.get(r)
-                    if g is None:
-                        fitting += 1
-                    elif g[1].fits(g[2], t, g[3]):
-                        fitting += 1
-                        keep_rows[r].append(t)
-                    if fitting >= k:
-                        done = True
-                        break
-                if done or n >= flat.numel():
-                    break
-                seen, n = n, min(flat.numel(), 2 * n)
+        on = beam.to(out.device)  # ranked where the scores are: only the top tokens' ids come back to the host
+        for rows, (values, indices) in zip(groups, self._ranked(out, on, groups, 2 * k), strict=True):
+            fitting, done = self._scan(rows, values, indices, width, info, keep_rows, k, 0)
+            numel, seen = len(rows) * width, len(values)
+            while not done and seen < numel:
+                n = min(numel, 2 * seen)
+                top = (out[rows].float() + on[rows, None]).flatten().topk(n)
+                values, indices = top.values.tolist()[seen:], top.indices.tolist()[seen:]
+                fitting, done = self._scan(rows, values, indices, width, info, keep_rows, k, fitting)
+                seen = n
         rows = list(keep_rows)
         self._keep_only(scores, out, rows, [keep_rows[r] or [info[r][1].fallback(info[r][2])] for r in rows])
+
+    @staticmethod
+    def _ranked(
+        out: torch.Tensor, on: torch.Tensor, groups: list[list[int]], n: int
+    ) -> list[tuple[list[float], list[int]]]:
+        """Each group's ``n`` best candidates (``beam + score``, best first) as ``(values, flat indices)``.
+
+        Groups of one size are ranked by one ``topk`` over their rows laid end to end (a group's flat
+        index ``i`` is token ``i % vocab`` of its row ``i // vocab``), as ranking each group alone would.
+        """
+        by_size: dict[int, list[int]] = {}
+        for g, rows in enumerate(groups):
+            by_size.setdefault(len(rows), []).append(g)
+        ranked: list[tuple[list[float], list[int]]] = [([], [])] * len(groups)
+        for size, members in by_size.items():
+            idx = torch.as_tensor([r for g in members for r in groups[g]], dtype=torch.long, device=out.device)
+            rows = out.index_select(0, idx).float().view(len(members), size, -1)  # whole rows: faster than out[idx]
+            flat = (rows + on.index_select(0, idx).view(len(members), size, 1)).flatten(1)  # [groups, size * vocab]
+            top = flat.topk(min(n, flat.shape[1]), dim=1)
+            for g, values, indices in zip(members, top.values.tolist(), top.indices.tolist(), strict=True):
+                ranked[g] = (values, indices)
+        return ranked
+
+    @staticmethod
+    def _scan(
+        rows: list[int],
+        values: list[float],
+        indices: list[int],
+        width: int,
+        info: dict[int, Guarded],
+        keep_rows: dict[int, list[int]],
+        k: int,
+        fitting: int,
+    ) -> tuple[int, bool]:
+        """Check ranked candidates of one group in order, noting the guarded rows' tokens that fit in ``keep_rows``.
+
+        A candidate of an unguarded row counts as fitting. Returns the number fitting so far (``fitting``
+        before) and whether the group is done: ``k`` fit, or the candidates reached ``-inf``.
+        """
+        for v, i in zip(values, indices, strict=True):
+            if v == float("-inf"):
+                return fitting, True
+            r, t = rows[i // width], i % width
+            g = info.get(r)
+            if g is None:
+                fitting += 1
+            elif g[1].fits(g[2], t, g[3]):
+                fitting += 1
+                keep_rows[r].append(t)
+            if fitting >= k:
+                return fitting, True
+        return fitting, False
 
     @staticmethod
     def _keep_only(scores: torch.FloatTensor, out: torch.FloatTensor, rows: list[int], keep: list[list[int]]) -> None:
         """Set every token of ``rows`` in ``out`` to ``-inf`` except ``keep`` (which get their ``scores``)."""
         out[rows] = float("-inf")
-        for r, ids in zip(rows, keep, strict=True):
-            at = torch.as_tensor(ids, dtype=torch.long, device=out.device)
-            out[r, at] = scores[r, at]
+        at_rows = torch.as_tensor([r for r, ids in zip(rows, keep, strict=True) for _ in ids], dtype=torch.long)
+        at_tokens = torch.as_tensor([t for ids in keep for t in ids], dtype=torch.long)
+        at_rows, at_tokens = at_rows.to(out.device), at_tokens.to(out.device)
+        out[at_rows, at_tokens] = scores[at_rows, at_tokens]
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         """Set the scores of disallowed tokens to ``-inf``."""
         if self.budget_top_k is None:
             return masked_scores(scores, self.row_masks(input_ids))
-        masks, guarded, keys = self._plan(input_ids)
+        masks, guarded, keys, first = self._plan(input_ids)
         out = masked_scores(scores, torch.stack(masks))
-        first: dict[tuple[int, Any], int] = {}  # each prefix's first row
-        for r, key in enumerate(keys):
-            first.setdefault(key, r)
         beam = self._beam_scores(keys, first) if self.num_beams > 1 else None
         if guarded and beam is None:  # each guarded row by itself
             self._guard(scores, out, guarded, torch.zeros(out.shape[0]), [[g[0]] for g in guarded])
@@ -261,7 +314,9 @@ def masked_scores(scores: torch.FloatTensor, allowed: torch.Tensor) -> torch.Flo
     width = scores.shape[-1]
     if allowed.shape[-1] < width:
         allowed = torch.nn.functional.pad(allowed, (0, width - allowed.shape[-1]), value=False)
-    return scores.masked_fill(~allowed[:, :width], float("-inf"))  # type: ignore[return-value]
+    elif allowed.shape[-1] > width:
+        allowed = allowed[:, :width]
+    return torch.where(allowed, scores, float("-inf"))  # type: ignore[return-value]  # one pass (masked_fill(~allowed) takes two)
 
 
 __all__ = ["GrammarLogitsProcessor", "WordGrammar", "WordOptionsLike", "masked_scores"]

@@ -89,13 +89,13 @@ class RowTables:
     def _get(self, name: str, key: Any) -> Any:
         """A cached value (private first; a private hit makes the running computation private), else ``_MISS``."""
         found = self.private.get(name)
-        if found is not None and key in found:
-            self._touched = True
-            return found[key]
+        if found is not None:
+            value = found.get(key, _MISS)  # one lookup (``in`` then ``[]`` hashes a state twice)
+            if value is not _MISS:
+                self._touched = True
+                return value
         common = self.common.get(name)
-        if common is not None and key in common:
-            return common[key]
-        return _MISS
+        return _MISS if common is None else common.get(key, _MISS)
 
     def _put(self, name: str, key: Any, value: Any) -> None:
         """Store ``value`` privately when the running computation is private, else in the common part."""

@@ -162,3 +162,59 @@ def test_common_tables_stay_within_their_budget(tok, monkeypatch) -> None:
         assert held == tables.common_entries <= 200
         peak = max(peak, held)
     assert peak > 100  # the walk filled them up to the budget at least once
+
+
+class _PerGroup(GrammarLogitsProcessor):
+    """The top-k guard as it was first written: each group ranked by itself, kept tokens restored row by row."""
+
+    def _guard(self, scores, out, guarded, beam, groups):  # noqa: D102
+        k = int(self.budget_top_k or 1)
+        width = out.shape[-1]
+        info = {g[0]: g for g in guarded}
+        keep_rows: dict[int, list[int]] = {r: [] for r in info}
+        for rows in groups:
+            flat = (out[rows].float() + beam[rows, None]).flatten()
+            fitting, seen, n = 0, 0, min(flat.numel(), 2 * k)
+            while True:
+                top = flat.topk(n)
+                done = False
+                for v, i in zip(top.values.tolist()[seen:], top.indices.tolist()[seen:], strict=True):
+                    if v == float("-inf"):
+                        done = True
+                        break
+                    r, t = rows[i // width], i % width
+                    g = info.get(r)
+                    if g is None:
+                        fitting += 1
+                    elif g[1].fits(g[2], t, g[3]):
+                        fitting += 1
+                        keep_rows[r].append(t)
+                    if fitting >= k:
+                        done = True
+                        break
+                if done or n >= flat.numel():
+                    break
+                seen, n = n, min(flat.numel(), 2 * n)
+        for r, ids in keep_rows.items():
+            out[r] = float("-inf")
+            at = torch.as_tensor(ids or [info[r][1].fallback(info[r][2])], dtype=torch.long)
+            out[r, at] = scores[r, at]
+
+
+@pytest.mark.parametrize(("num_beams", "top_k"), [(1, 2), (4, 8), (4, 40)])
+def test_batched_guard_returns_what_the_per_group_guard_returns(tok, num_beams: int, top_k: int) -> None:
+    """All groups ranked by one ``topk`` (and a group needing more ranked again alone) keep the same tokens."""
+    index = TokenIndex(tok)
+    kwargs = {"num_beams": num_beams, "max_new_tokens": 16, "budget_top_k": top_k}
+    batched = GrammarLogitsProcessor(index, _grammars(SExprGrammar), **kwargs)
+    per_group = _PerGroup(index, _grammars(SExprGrammar), **kwargs)
+    walker = GrammarLogitsProcessor(index, _grammars(SExprGrammar), num_beams=num_beams, max_new_tokens=16)
+    calls = []
+    guard = batched._guard
+    batched._guard = lambda *a: calls.append(len(a[2])) or guard(*a)  # type: ignore[method-assign]
+    gen = torch.Generator().manual_seed(num_beams + top_k)
+    for seed in range(2):
+        for ids in _walk(walker, num_beams * len(QUESTIONS), 16, seed=seed):
+            scores = torch.log_softmax(torch.randn(ids.shape[0], index.vocab_size, generator=gen), dim=-1)
+            assert torch.equal(batched(ids, scores.clone()), per_group(ids, scores.clone()))
+    assert sum(calls) > 20  # the guard checked rows at many steps
