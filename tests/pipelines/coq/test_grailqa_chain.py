@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
 import yaml
 
+from kbqa_lit.cli import main
 from kbqa_lit.runner.chain import load_pipeline
+from tests.helpers.shared_data import shared_path
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs"
 CHAIN = CONFIGS / "coq" / "pipeline_grailqa.yaml"
@@ -105,3 +109,28 @@ def test_the_comparison_passes_its_split_store_and_accelerator_to_the_coq_chain(
         assert params == ["system=coq", f"form={form}", "split=test", "dataset=grailqa", "world=cw/world"]
         assert argv.count("--group-by") == 2 and {"level", "kbcheck"} <= set(argv)
         assert score.outputs == [Path(f"cw/runs/coq-{form}.json")]
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.slow
+def test_quick_chain_on_a_slice_of_grailqa(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd) -> None:
+    """The chain end to end (quick) on 40 real GrailQA questions and the real star mini-KB: both forms answer."""
+    questions = shared_path("grailqa", "grailqa_dev.jsonl")
+    kb_file = shared_path("grailqa", "grailqa_dev_star_minikb_triples.tsv")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.chdir(CONFIGS.parent)  # the chain's stage config is relative to the repository root
+    sliced = tmp_path / "grailqa_40.jsonl"
+    with questions.open() as f:
+        sliced.write_text("".join(next(f) for _ in range(40)))
+    work = tmp_path / "coq"
+    args = ["pipeline", str(CHAIN), "--quick", "--set", f"questions={sliced}", "--set", f"kb_file={kb_file}"]
+    assert main([*args, "--set", f"work={work}"]) == 0
+    summary = json.loads(capfd.readouterr().out.strip().splitlines()[-1])
+    assert [s["status"] for s in summary["steps"]] == ["ran"] * 6
+    assert (work / "logs" / "run" / "checkpoints" / "best.ckpt").is_file()
+    for form in ("paper", "extended"):
+        rows = _rows(work / f"test_{form}" / "test_predictions_epoch0.jsonl")
+        assert rows and {r["form"] for r in rows} == {form}
