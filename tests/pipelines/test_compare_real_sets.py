@@ -18,7 +18,7 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 COMPARISONS = {
     "metaqa.yaml": {"coq": "coq/pipeline_metaqa.yaml", "keqing": "keqing/pipeline_metaqa.yaml"},
     "pathquestion.yaml": {"coq": "coq/pipeline_pathquestion.yaml", "keqing": "keqing/pipeline_pathquestion.yaml"},
-    "grailqa.yaml": {"fc": "fc/pipeline_grailqa.yaml"},
+    "grailqa.yaml": {"fc": "fc/pipeline_grailqa.yaml", "coq": "coq/pipeline_grailqa.yaml"},
 }
 #: The comparison's own steps that make the shared files (convert, split, store; GrailQA's levels).
 SHARED_STEPS = ("questions", "world", "kb", "levels")
@@ -120,6 +120,7 @@ def test_every_real_set_chain_answers_in_both_forms() -> None:
         "keqing/pipeline_pathquestion.yaml",
         "coq/pipeline_generator_metaqa.yaml",
         "coq/pipeline_generator_pathquestion.yaml",
+        "coq/pipeline_grailqa.yaml",
     ):
         answers = [c for c in load_pipeline(CONFIGS / rel).commands() if c.step == "answers"]
         assert [c.binding for c in answers] == [{"form": "paper"}, {"form": "extended"}], rel
