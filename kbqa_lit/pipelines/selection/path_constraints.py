@@ -17,9 +17,11 @@ are chains (Keqing's sub-question chains) or whose generator missed them falls b
 
 The new candidates are scored like the paths (the sentence encoder's cosine with the question) and
 ranked with them, **forms that use both entities first**: a form that ties two linked entities
-together explains more of the question than a chain from one of them, and a wrongly linked second
-entity seldom shares a node with the first (on the synthetic world's dev split, ranking by cosine
-alone fixed 7 of the 14 questions that this order fixes, and this order broke none). Only the linked
+together explains more of the question than a chain from one of them (Keqing on the synthetic
+world's dev split: ranking by cosine alone fixed 7 of the 14 questions that this order fixes, and
+this order broke none). The order trusts the linker: two wrongly linked entities that share a node
+(two teams of one sport) make a form that ranks first — what TFS-KBQA's linking stand-in does, which
+is why the extension is in Keqing's ``extended`` preset alone (docs/architecture.md). Only the linked
 entities, the KB and the question are read.
 """
 
