@@ -75,7 +75,7 @@ def log_eval(args: argparse.Namespace, summary: dict[str, Any]) -> str:
     params = {"gold": str(args.gold), "predictions": str(args.pred), **_params(args.param)}
     if "system" in params and "form" in params and "extensions" not in params:
         params["extensions"] = _form_extensions(params["system"], params["form"])
-    metrics = run_metrics(summary, args.group_by[0] if args.group_by else None)
+    metrics = run_metrics(summary, args.group_by)
     if args.timing is not None:
         seconds = step_seconds(args.timing, args.timing_step)
         params["answer_steps"] = ", ".join(args.timing_step)

@@ -6,8 +6,9 @@ summary metrics ``test/f1``, ``test/iid/f1``...). :func:`rows_table` turns such 
 - one row per run, keyed by its values of the row keys (a key is a run parameter by its name or
   the last part of its dotted path, as ``--param``; else a logged hyper-parameter), sorted by them;
 - the columns: the chosen metrics, by default :func:`default_table_metrics` (``test/f1``,
-  ``test/hit1``, ``test/executable``, ``test/questions_per_s`` and ``test/<level>/f1`` per
-  generalisation level, those some run logged);
+  ``test/hit1``, ``test/executable``, ``test/questions_per_s``, ``test/<level>/f1`` per
+  generalisation level and ``test/<key>/<value>/f1`` per value of a later grouping key, those some
+  run logged);
 - a run without a row key is an error naming the run and the key;
 - two runs with the same row key: the newest (the one whose log file was written last) is kept and
   the others are listed in :attr:`RowsTable.replaced` (``kbqa compare`` says so on stderr) — a
@@ -31,9 +32,12 @@ from kbqa_lit.tracking.runs import RunRecord, as_number
 
 #: The overall test metrics of the default columns, in order.
 OVERALL_METRICS = ("test/f1", "test/hit1", "test/executable", "test/questions_per_s")
-#: Generalisation levels (GrailQA's), in this order before any other level.
-LEVELS = ("iid", "compositional", "zero-shot")
+#: Generalisation levels (GrailQA's, as the synthetic world and ``kbqa fc levels`` spell i.i.d.), in this order
+#: before any other level.
+LEVELS = ("iid", "i.i.d.", "compositional", "zero-shot")
 LEVEL_METRIC = re.compile(r"test/([^/]+)/f1")
+#: F1 per value of a later ``--group-by`` key (``test/kbcheck/exact/f1``: the star questions).
+GROUP_METRIC = re.compile(r"test/[^/]+/[^/]+/f1")
 LABEL_SEPARATOR = " · "
 #: The category of the overall F1 in the bar chart.
 ALL = "all"
@@ -111,9 +115,10 @@ def levels_of(runs: Sequence[RunRecord]) -> list[str]:
 
 
 def default_table_metrics(runs: Sequence[RunRecord]) -> list[str]:
-    """The default columns: :data:`OVERALL_METRICS` and ``test/<level>/f1`` that some run logged."""
+    """The default columns: :data:`OVERALL_METRICS`, ``test/<level>/f1``, ``test/<key>/<value>/f1`` logged."""
     logged = set().union(*(r.metric_names() for r in runs)) if runs else set()
-    return [m for m in OVERALL_METRICS if m in logged] + [f"test/{level}/f1" for level in levels_of(runs)]
+    groups = sorted(m for m in logged if GROUP_METRIC.fullmatch(m))
+    return [m for m in OVERALL_METRICS if m in logged] + [f"test/{level}/f1" for level in levels_of(runs)] + groups
 
 
 def run_time(run: RunRecord) -> float:

@@ -6,8 +6,9 @@ one run per row, all in one group, with the row's identity (``system``, ``form``
 
 - ``test/n``, ``test/f1``, ``test/hit1``, ``test/hit1_any``, ``test/executable``, ``test/em`` (those
   the evaluation reported), ``test/questions_per_s`` when the answering time is known;
-- ``test/<value>/<metric>`` per value of the grouping key (``--group-by generalization``:
-  ``test/iid/f1``, ``test/compositional/f1``, ``test/zero-shot/f1``).
+- ``test/<value>/<metric>`` per value of the first grouping key (``--group-by generalization``:
+  ``test/iid/f1``, ``test/compositional/f1``, ``test/zero-shot/f1``), and ``test/<key>/<value>/<metric>``
+  per value of each later one (``--group-by kbcheck``: ``test/kbcheck/exact/f1``).
 
 W&B runs are written offline (``DIR/wandb/offline-run-*``; ``wandb sync`` uploads them);
 CSV runs are Lightning ``CSVLogger`` folders (``DIR/<group>/<name>/``). Beside the run, ``DIR/<name>.json``
@@ -17,7 +18,7 @@ records what was logged (written last and atomically: a pipeline step's output).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +32,23 @@ RUN_METRICS = ("n", "f1", "hit1", "hit1_any", "executable", "em")
 PROJECT = "kbqa_lit"
 
 
-def run_metrics(summary: Mapping[str, Any], group_key: str | None = None) -> dict[str, float]:
-    """The run metrics of a ``kbqa eval`` summary (see the module docstring)."""
+def run_metrics(summary: Mapping[str, Any], group_keys: str | Sequence[str] | None = None) -> dict[str, float]:
+    """The run metrics of a ``kbqa eval`` summary (see the module docstring).
+
+    Args:
+        summary: ``kbqa eval``'s summary (its ``by`` holds the ``--group-by`` groups).
+        group_keys: The grouping keys, in ``--group-by`` order: the first one's values make the level
+            metrics ``test/<value>/<metric>``; each later key's make ``test/<key>/<value>/<metric>``
+            (``--group-by level --group-by kbcheck``: ``test/kbcheck/exact/f1``, the star questions).
+    """
+    keys = [group_keys] if isinstance(group_keys, str) else list(group_keys or [])
     metrics = {f"test/{k}": float(summary[k]) for k in RUN_METRICS if summary.get(k) is not None}
-    if group_key is not None:
-        for value, scores in (summary.get("by") or {}).get(group_key, {}).items():
+    for position, key in enumerate(keys):
+        prefix = "test/" if position == 0 else f"test/{key}/"
+        for value, scores in (summary.get("by") or {}).get(key, {}).items():
             for k in RUN_METRICS:
                 if scores.get(k) is not None:
-                    metrics[f"test/{value}/{k}"] = float(scores[k])
+                    metrics[f"{prefix}{value}/{k}"] = float(scores[k])
     return metrics
 
 

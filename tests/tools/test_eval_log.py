@@ -100,3 +100,6 @@ def test_run_metrics_flatten_the_groups() -> None:
         "test/2/n": 1.0,
         "test/2/f1": 0.0,
     }
+    summary["by"]["kbcheck"] = {"exact": {"n": 1, "f1": 1.0}}  # a later key keeps its name: no clash with levels
+    both = run_metrics(summary, ["hops", "kbcheck"])
+    assert both["test/kbcheck/exact/f1"] == 1.0 and both["test/1/f1"] == 1.0 and "test/exact/f1" not in both

@@ -10,7 +10,7 @@ import pytest
 
 from kbqa_lit.errors import UserInputError
 from kbqa_lit.tracking.plotting import PAIRS, paired_colors
-from kbqa_lit.tracking.rows import default_table_metrics, f1_by_level, parse_keys, rows_table
+from kbqa_lit.tracking.rows import default_table_metrics, f1_by_level, level_order, parse_keys, rows_table
 from kbqa_lit.tracking.runs import RunRecord
 from kbqa_lit.tracking.table_text import TextTable, format_cell, markdown, rows_text_table, short_headers
 from tests.tracking.system_runs import system_config, system_metrics
@@ -31,6 +31,14 @@ def record(tmp_path: Path, system: str, form: str, mtime: float = 1_700_000_000.
 @pytest.fixture
 def runs(tmp_path: Path) -> list[RunRecord]:
     return [record(tmp_path, s, f) for s in ("tfs", "coq", "keqing") for f in ("paper", "extended")]
+
+
+def test_a_later_grouping_keys_f1_is_a_default_column_after_the_levels(tmp_path: Path) -> None:
+    runs = [record(tmp_path, "fc", "paper", **{"test/kbcheck/exact/f1": 0.6, "test/kbcheck/missing/f1": 0.1})]
+    metrics = default_table_metrics(runs)
+    assert metrics[-2:] == ["test/kbcheck/exact/f1", "test/kbcheck/missing/f1"]
+    assert "test/zero-shot/f1" in metrics and "exact" not in [m.split("/")[1] for m in metrics]  # not a level
+    assert level_order("i.i.d.") < level_order("compositional") < level_order("zero-shot")  # GrailQA's spelling
 
 
 def test_one_sorted_row_per_run_with_the_default_columns(runs: list[RunRecord]) -> None:
