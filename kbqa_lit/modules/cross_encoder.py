@@ -36,7 +36,7 @@ from kbqa_lit.backbones.common import tokenizer_files, tokenizer_from_files
 from kbqa_lit.backbones.encoders import MINILM, build_encoder, build_encoder_tokenizer, masked_mean
 from kbqa_lit.errors import check_choice
 from kbqa_lit.kb.lf.normalize import schema_to_words
-from kbqa_lit.modules.training_setup import adamw_with_warmup, decay_groups
+from kbqa_lit.modules.training_setup import adamw_with_warmup, decay_groups, eval_mode
 
 log = logging.getLogger(__name__)
 
@@ -169,10 +169,8 @@ class CrossEncoderRetriever(LightningModule):
         """Scores of ``(question, relation)`` pairs (ids; :meth:`item_text` is read), in input order."""
         if self.tokenizer is None:
             raise RuntimeError("CrossEncoderRetriever has no tokenizer: pass one (or load a checkpoint)")
-        was_training = self.training
-        self.eval()
         out: list[float] = []
-        try:
+        with eval_mode(self):
             for i in range(0, len(relations), batch_size):
                 chunk = [self.item_text(r) for r in relations[i : i + batch_size]]
                 enc = self.tokenizer(
@@ -189,9 +187,6 @@ class CrossEncoderRetriever(LightningModule):
                     if k in ("input_ids", "attention_mask", "token_type_ids")
                 }
                 out.extend(float(s) for s in self._batch_scores(enc).float().cpu())
-        finally:
-            if was_training:
-                self.train()
         return out
 
     def rank(

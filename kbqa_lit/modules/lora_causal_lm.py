@@ -42,7 +42,7 @@ from transformers import (
 from kbqa_lit.backbones.causal import build_causal_lm, build_causal_tokenizer
 from kbqa_lit.backbones.common import tokenizer_files, tokenizer_from_files
 from kbqa_lit.errors import check_choice
-from kbqa_lit.modules.training_setup import adamw_with_warmup
+from kbqa_lit.modules.training_setup import adamw_with_warmup, eval_mode
 
 log = logging.getLogger(__name__)
 
@@ -316,9 +316,7 @@ class LoraCausalLM(LightningModule):
         key = "prompt_input_ids" if "prompt_input_ids" in batch else "input_ids"
         ids = batch[key].to(self.device)
         mask = batch[key.replace("input_ids", "attention_mask")].to(self.device)
-        was_training = self.model.training
-        self.model.eval()
-        try:
+        with eval_mode(self.model):
             seqs = self.model.generate(
                 input_ids=ids,
                 attention_mask=mask,
@@ -331,9 +329,6 @@ class LoraCausalLM(LightningModule):
                 eos_token_id=self.tokenizer.eos_token_id,
                 **({"early_stopping": True} if beams > 1 else {}),
             )
-        finally:
-            if was_training:
-                self.model.train()
         texts = self.tokenizer.batch_decode(seqs[:, ids.shape[1] :], skip_special_tokens=True)
         texts = [" ".join(t.split()) for t in texts]
         return [texts[i * n : (i + 1) * n] for i in range(ids.shape[0])]

@@ -44,7 +44,7 @@ from kbqa_lit.backbones.common import architecture_signature, tokenizer_files, t
 from kbqa_lit.backbones.encoder_decoder import decode_generated, drop_start_token
 from kbqa_lit.backbones.seq2seq import BACKBONES, build_seq2seq, build_tokenizer, seq2seq_from_config
 from kbqa_lit.errors import check_choice
-from kbqa_lit.modules.training_setup import adamw_with_warmup, decay_groups
+from kbqa_lit.modules.training_setup import adamw_with_warmup, decay_groups, eval_mode
 
 log = logging.getLogger(__name__)
 
@@ -265,13 +265,8 @@ class MultitaskGenerator(LightningModule):
                   return_tensors="pt")  # fmt: skip
         ids = tok(list(targets), truncation=True, max_length=longest, padding=True, return_tensors="pt")["input_ids"]
         labels = ids.masked_fill(ids == tok.pad_token_id, -100).to(self.device)
-        was_training = self.model.training
-        self.model.eval()
-        try:
+        with eval_mode(self.model):
             logits = self(enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device), labels).logits
-        finally:
-            if was_training:
-                self.model.train()
         if self.model.config.model_type == "encoder-decoder":  # forward dropped the start token the decoder gets
             labels = drop_start_token(labels, self.model.config.decoder_start_token_id)
         logp = logits.float().log_softmax(-1)
@@ -282,9 +277,7 @@ class MultitaskGenerator(LightningModule):
     @torch.no_grad()
     def _generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **kwargs: Any) -> list[str]:
         tok = self._require_tokenizer()
-        was_training = self.model.training
-        self.model.eval()
-        try:
+        with eval_mode(self.model):
             cache = (
                 {} if "past_key_values" in kwargs else beam_search_cache(self.model, int(kwargs.get("num_beams", 1)))
             )
@@ -295,9 +288,6 @@ class MultitaskGenerator(LightningModule):
                 **cache,  # beam search: the cross-attention cache is not copied every step (identical output)
                 **kwargs,
             )
-        finally:
-            if was_training:
-                self.model.train()
         return [_clean(t) for t in decode_generated(tok, seqs)]
 
     def generate_lf(

@@ -1,15 +1,18 @@
-"""Optimiser set-up shared by the LightningModules: AdamW groups and the warm-up schedule.
+"""Set-up shared by the LightningModules: AdamW groups, the warm-up schedule, eval mode for inference.
 
 Every module of the project trains with AdamW and a linear warm-up, then a linear decay to 0 over
 the trainer's estimated optimiser steps (a constant rate after the warm-up when that estimate
 is infinite). One rule says which weights skip weight decay (:func:`decay_groups`): biases and the
-weights of normalisation layers. The tokenizer round trip through checkpoints is in
+weights of normalisation layers. Inference inside a module (scoring, generation) runs under
+:func:`eval_mode`, which restores training mode afterwards. The tokenizer round trip through checkpoints is in
 :mod:`kbqa_lit.backbones.common`.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -18,6 +21,18 @@ from transformers import (
     get_constant_schedule_with_warmup,
     get_linear_schedule_with_warmup,
 )
+
+
+@contextmanager
+def eval_mode(module: nn.Module) -> Iterator[None]:
+    """Run the block with ``module`` in eval mode (no dropout), then put it back in training mode if it was."""
+    was_training = module.training
+    module.eval()
+    try:
+        yield
+    finally:
+        if was_training:
+            module.train()
 
 
 def _is_norm(module: nn.Module) -> bool:

@@ -7,9 +7,11 @@ The end-to-end proof is the GPU check's ZeRO-3 offload part, which fails with De
 
 from __future__ import annotations
 
+import pytest
+import torch
 from lightning.pytorch.strategies import DDPStrategy
 
-from kbqa_lit.modules.training_setup import allow_offloaded_torch_optimizer
+from kbqa_lit.modules.training_setup import allow_offloaded_torch_optimizer, eval_mode
 from tests.helpers.run_if import run_if
 
 
@@ -30,3 +32,17 @@ def test_offloading_strategies_get_the_flag_others_are_left_alone() -> None:
 def test_strategies_without_a_deepspeed_config() -> None:
     assert allow_offloaded_torch_optimizer(DDPStrategy()) is False
     assert allow_offloaded_torch_optimizer(None) is False
+
+
+def test_eval_mode_restores_the_mode_it_found_even_after_an_error() -> None:
+    net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5))
+    with eval_mode(net):
+        assert not net.training and not net[1].training
+    assert net.training and net[1].training
+    with pytest.raises(RuntimeError), eval_mode(net):
+        raise RuntimeError("inside")
+    assert net.training
+    net.eval()
+    with eval_mode(net):
+        pass
+    assert not net.training  # a module in eval mode stays there

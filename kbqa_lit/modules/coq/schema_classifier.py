@@ -41,7 +41,7 @@ from kbqa_lit.backbones.encoders import build_encoder, encoder_from_config, mask
 from kbqa_lit.backbones.seq2seq import build_tokenizer
 from kbqa_lit.data.coq.classifier_texts import ENT_TASK, REL_TASK, entity_item_relations, entity_text, relation_text
 from kbqa_lit.errors import check_choice
-from kbqa_lit.modules.training_setup import adamw_with_warmup, decay_groups
+from kbqa_lit.modules.training_setup import adamw_with_warmup, decay_groups, eval_mode
 
 log = logging.getLogger(__name__)
 
@@ -241,9 +241,7 @@ class SchemaClassifier(LightningModule):
         if not texts:
             return []
         tok = self._require_tokenizer()
-        was_training = self.training
-        self.eval()
-        try:
+        with eval_mode(self):
             probs: list[float] = []
             step = int(self.hparams.inference_batch_size)
             for start in range(0, len(texts), step):
@@ -257,10 +255,7 @@ class SchemaClassifier(LightningModule):
                 ids, mask = enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device)
                 task_t = torch.full((ids.shape[0],), task, dtype=torch.long, device=self.device)
                 probs.extend(torch.sigmoid(self(ids, mask, task_t)).float().tolist())
-            return probs
-        finally:
-            if was_training:
-                self.train()
+        return probs
 
     def score_relations(self, question: str, decomposition: str | None, relations: Sequence[str]) -> list[float]:
         """``s(q, D, r)`` for each relation id (``decomposition`` ``None`` leaves ``D`` out)."""
