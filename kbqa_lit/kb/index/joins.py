@@ -20,8 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kbqa_lit.errors import StoreError, UserInputError
-from kbqa_lit.kb.index.neighbourhood import DEFAULT_CAPS, OUT, Caps, Edge, read_edges
+from kbqa_lit.kb.index.neighbourhood import DEFAULT_CAPS, IN, OUT, Caps, Edge, read_edges
 from kbqa_lit.kb.index.relation_inventory import is_fact_relation
+from kbqa_lit.kb.lf.chains import Hop, chain_to_sexpr
 
 
 @dataclass(frozen=True)
@@ -39,14 +40,9 @@ class JoinForm:
     sexpr: str
 
 
-def _toward(edge: Edge, entity: str) -> str:
-    """The set of nodes that ``edge`` (seen from ``entity``) reaches, as a JOIN."""
-    return f"(JOIN (R {edge.relation}) {entity})" if edge.direction == OUT else f"(JOIN {edge.relation} {entity})"
-
-
-def _beyond(edge: Edge, inner: str) -> str:
-    """One hop from the nodes of ``inner`` along ``edge`` (seen from such a node)."""
-    return f"(JOIN (R {edge.relation}) {inner})" if edge.direction == OUT else f"(JOIN {edge.relation} {inner})"
+def _hop(edge: Edge, start: str) -> str:
+    """One hop along ``edge`` (seen from the nodes of ``start``, an entity or a form), as a JOIN."""
+    return chain_to_sexpr(start, (Hop(edge.relation, edge.direction == OUT),))
 
 
 def _by_node(edges: list[Edge], skip: str) -> dict[str, list[Edge]]:
@@ -94,14 +90,14 @@ def entity_joins(
     for m in meeting:
         for ea in near_a[m]:
             for eb in near_b[m]:
-                inner = f"(AND {_toward(ea, first)} {_toward(eb, second)})"
+                inner = f"(AND {_hop(ea, first)} {_hop(eb, second)})"
                 meets.setdefault(inner, JoinForm(pair, (ea.relation, eb.relation), inner))
                 for ec in beyond.get(m, ()):
                     if ec.other in pair or not is_fact_relation(ec.relation):
                         continue
                     if (ec.relation, ec.direction) in {(ea.relation, _flip(ea)), (eb.relation, _flip(eb))}:
                         continue  # back along an edge it came by: the other entities of that relation
-                    sexpr = _beyond(ec, inner)
+                    sexpr = _hop(ec, inner)
                     further.setdefault(sexpr, JoinForm(pair, (ea.relation, eb.relation, ec.relation), sexpr))
     ordered = [meets[k] for k in sorted(meets)] + [further[k] for k in sorted(further)]
     return ordered[:limit]
@@ -109,7 +105,7 @@ def entity_joins(
 
 def _flip(edge: Edge) -> str:
     """The direction of ``edge`` seen from its other end (``m``)."""
-    return "in" if edge.direction == OUT else OUT
+    return IN if edge.direction == OUT else OUT
 
 
 __all__ = ["JoinForm", "entity_joins"]
