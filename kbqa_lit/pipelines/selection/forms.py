@@ -68,8 +68,10 @@ OFFERED: dict[str, tuple[str, ...]] = {
 #: What ``form: extended`` switches on for each system: every extension it offers, except ``path_constraints``
 #: where it was not measured to help (CoQ, FC-KBQA and TFS-KBQA may still list it: ``extensions: [...]``).
 EXTENDED: dict[str, tuple[str, ...]] = {
-    system: tuple(e for e in offered if system == "keqing" or e != "path_constraints")
-    for system, offered in OFFERED.items()
+    "coq": ("constrained_decoding", "path_fallback", "answer_type"),
+    "fc": ("neighbour_skeletons", "fill_composition", "path_fallback", "answer_type"),
+    "keqing": OFFERED["keqing"],
+    "tfs": ("path_fallback", "answer_type"),
 }
 
 

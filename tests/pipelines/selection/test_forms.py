@@ -27,6 +27,8 @@ def test_extended_switches_on_its_preset_in_order() -> None:
     form = resolve_form("fc", "extended")
     assert form.extensions == EXTENDED["fc"] == tuple(e for e in OFFERED["fc"] if e != "path_constraints")
     assert EXTENDED["keqing"] == OFFERED["keqing"]  # Keqing's preset is every extension it offers
+    for system, preset in EXTENDED.items():  # each preset: extensions the system offers, in their order
+        assert preset and preset == tuple(e for e in OFFERED[system] if e in preset)
     assert form.name == "extended" and form.tag() == "extended"
     assert form.on("fill_composition") and not form.on("constrained_decoding")
 
