@@ -53,10 +53,11 @@ def _longest_first(slots: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
 def mask_text(text: str, slots: Sequence[tuple[str, str]]) -> str:
     """Replace each label's occurrences in free text (case-insensitive, whole words) by its slot.
 
-    MetaQA-style brackets around a mention (``[Temuera Morrison]``) are replaced with it.
+    MetaQA-style brackets around a mention (``[Temuera Morrison]``) are replaced with it; an
+    underscore between a label's words counts as a space (PathQuestion's ``frederica_of_...``).
     """
     for token, label in _longest_first(slots):
-        words = r"\s+".join(re.escape(w) for w in label.split())
+        words = r"[\s_]+".join(re.escape(w) for w in label.split())  # PathQuestion writes names with "_"
         pattern = rf"\[\s*{words}\s*\]|(?<!\w){words}(?!\w)"
         text = re.sub(pattern, token, text, flags=re.IGNORECASE)
     return text

@@ -2,7 +2,8 @@
 
 ``kbqa decompose --config CONFIG.yaml --input FILE.jsonl --out FILE.jsonl [--variant
 full|placeholders|no_answers|none] [--source backend|gold] [--limit N] [--batch-size N] [--cache FILE]
-[--set KEY=VALUE ...] [--no-progress] [--training-rows]`` reads common-schema examples, writes them with
+[--set KEY=VALUE ...] [--no-progress] [--training-rows [--chains-from TRAIN.jsonl]]`` reads common-schema examples,
+writes them with
 ``decomposition`` and
 ``meta["decomposition_schema"|"decomposition_status"|"decomposition_error"]`` (see
 :mod:`kbqa_lit.pipelines.coq.decomposition.variants`) and prints one JSON object::
@@ -13,7 +14,9 @@ full|placeholders|no_answers|none] [--source backend|gold] [--limit N] [--batch-
 ``--training-rows`` writes, instead, the ``{"prompt", "response"}`` rows that fine-tune CoQ's trained
 decomposer (the stand-in for the paper's LLM): the config's prompt for each question, and its gold
 decomposition in the config's variant with the ``[SCHEMA]`` part
-(:mod:`kbqa_lit.pipelines.coq.decomposition.training_rows`).
+(:mod:`kbqa_lit.pipelines.coq.decomposition.training_rows`). With ``--chains-from`` a dataset without
+decompositions (MetaQA, PathQuestion) gets them from its gold relation chains
+(:mod:`kbqa_lit.pipelines.coq.decomposition.chain_gold`).
 
 The config (``configs/coq/decompose/*.yaml``) names the backend by ``class_path``/``init_args``, the
 prompt's cases, the batch size and the cache file; the flags override it. An interrupted run
@@ -64,6 +67,14 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="write {prompt, response} rows of the gold decompositions (to fine-tune the trained decomposer) instead",
     )
+    p.add_argument(
+        "--chains-from",
+        type=Path,
+        default=None,
+        metavar="TRAIN.jsonl",
+        help="with --training-rows: an example without a gold decomposition gets one from its gold relation chain, "
+        "each hop worded as TRAIN's one-hop questions word it (MetaQA, PathQuestion: datasets without decompositions)",
+    )
     p.set_defaults(func=run_decompose)
 
 
@@ -73,11 +84,13 @@ def run_decompose(args: argparse.Namespace) -> int:
     Returns:
         0 on success (user errors raise :class:`~kbqa_lit.errors.KBQAError`).
     """
-    from kbqa_lit.errors import split_key_value
+    from kbqa_lit.errors import UserInputError, split_key_value
     from kbqa_lit.llm.response_cache import DecompositionCache
     from kbqa_lit.pipelines.coq.decomposition.config import load_job, parse_config
     from kbqa_lit.pipelines.coq.decomposition.decompose import decompose_file
 
+    if args.chains_from is not None and not args.training_rows:
+        raise UserInputError("--chains-from builds training rows: give it with --training-rows")
     overrides = dict(split_key_value(pair, "--set") for pair in args.set)
     given = {"variant": args.variant, "source": args.source, "batch_size": args.batch_size, "cache": args.cache}
     overrides.update({k: v for k, v in given.items() if v is not None})
@@ -85,7 +98,10 @@ def run_decompose(args: argparse.Namespace) -> int:
         from kbqa_lit.pipelines.coq.decomposition.training_rows import write_training_rows
 
         job = load_job(args.config, overrides, with_backend=False)
-        print_json(write_training_rows(args.input, args.out, job.prompt, job.variant, job.mask_entities))
+        rows = write_training_rows(
+            args.input, args.out, job.prompt, job.variant, job.mask_entities, chains_from=args.chains_from
+        )
+        print_json(rows)
         return 0
     cfg = parse_config(args.config, overrides)
     needs_backend = cfg.source == "backend" and cfg.variant != "none"

@@ -32,7 +32,14 @@ OTHER_YAMLS = {
     "fc/compose.yaml",  # tests/pipelines/fc/test_config.py, tests/pipelines/fc/test_composition.py
 }
 # kbqa pipeline files: tests/runner/test_runner.py::test_shipped_pipeline_files_parse
-PIPELINE_PREFIXES = ("coq/pipeline_", "keqing/pipeline_", "fc/pipeline_", "tfs/pipeline_synthetic", "compare/")
+PIPELINE_PREFIXES = (
+    "coq/pipeline_",
+    "keqing/pipeline_",
+    "fc/pipeline_",
+    "tfs/pipeline_synthetic",
+    "tfs/pipeline_pathquestion",
+    "compare/",
+)
 
 
 def _is_cli_config(path: Path) -> bool:

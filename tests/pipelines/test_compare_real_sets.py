@@ -17,7 +17,11 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 #: Each comparison's chains (its steps running `kbqa pipeline`) and its score steps' systems.
 COMPARISONS = {
     "metaqa.yaml": {"coq": "coq/pipeline_metaqa.yaml", "keqing": "keqing/pipeline_metaqa.yaml"},
-    "pathquestion.yaml": {"coq": "coq/pipeline_pathquestion.yaml", "keqing": "keqing/pipeline_pathquestion.yaml"},
+    "pathquestion.yaml": {
+        "coq": "coq/pipeline_pathquestion.yaml",
+        "keqing": "keqing/pipeline_pathquestion.yaml",
+        "tfs": "tfs/pipeline_pathquestion.yaml",
+    },
     "grailqa.yaml": {"fc": "fc/pipeline_grailqa.yaml", "coq": "coq/pipeline_grailqa.yaml"},
 }
 #: The comparison's own steps that make the shared files (convert, split, store; GrailQA's levels).
@@ -118,6 +122,7 @@ def test_every_real_set_chain_answers_in_both_forms() -> None:
         "coq/pipeline_pathquestion.yaml",
         "keqing/pipeline_metaqa.yaml",
         "keqing/pipeline_pathquestion.yaml",
+        "tfs/pipeline_pathquestion.yaml",
         "coq/pipeline_generator_metaqa.yaml",
         "coq/pipeline_generator_pathquestion.yaml",
         "coq/pipeline_grailqa.yaml",
@@ -130,3 +135,20 @@ def test_every_real_set_chain_answers_in_both_forms() -> None:
                 s.split("=", 1)[1] for s in _values(cmd.argv, "--set") if s.startswith("form=")
             ]
             assert asked == [form] and all(form in f for f in _writes(cmd.argv, [])), rel
+
+
+def test_coq_pathquestion_chain_decomposes_with_the_trained_stand_in() -> None:
+    """The paper's step 1 runs: rows from the gold paths, the decomposer trained, every split decomposed by it."""
+    commands = load_pipeline(CONFIGS / "coq" / "pipeline_pathquestion.yaml", {"work": "/w"}).commands()
+    by_step = {c.step: c for c in commands}
+    rows = [c for c in commands if c.step == "decomposer_rows"]
+    assert [c.binding["split"] for c in rows] == ["train", "dev"]  # never the test split's gold paths
+    assert all(_value(c.argv, "--chains-from") == "/w/world/train.jsonl" for c in rows)
+    assert by_step["decomposer"].argv[0] == "fit"
+    decomposed = [c for c in commands if c.step == "decompose"]
+    assert [c.binding["split"] for c in decomposed] == ["train", "dev", "test"]
+    for cmd in decomposed:
+        assert "--variant" not in cmd.argv and "backend.init_args.model=/w/decomposer/merged" in cmd.argv
+    assert _value(by_step["retriever"].argv, "--data.init_args.data_dir") == "/w/decomposed"
+    steps = [c.step for c in commands]
+    assert steps.index("merge") < steps.index("decompose") < steps.index("retriever")

@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbqa_lit.data.chain_wording import MASK as MASK  # the slot of the templates, re-exported here
+
 ANSWER_SEED = re.compile(r"^<ANSWER>-(\d+)$")
 SLOT = re.compile(r"^\[E(\d+)\]$")
-MASK = "[mask]"
 #: The instruction of the decomposition prompt (the paper's task, in one line).
 INSTRUCTION = (
     "Decompose the question into sub-questions that each ask one thing about one entity. Answer with a JSON "

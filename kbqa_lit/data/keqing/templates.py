@@ -24,66 +24,28 @@ Examples that are not chains (constraints, functions, several entities) are coun
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbqa_lit.atomic import write_json_atomic
-from kbqa_lit.data.keqing.decomposition import MASK
+from kbqa_lit.data.chain_wording import (
+    example_chain,
+    mask_question,
+    relation_words,
+    synthesised_wording,
+    topic_mentions,
+)
 from kbqa_lit.data.schema import KBQAExample
-from kbqa_lit.errors import DataFormatError, SExprError
-from kbqa_lit.kb.lf.chains import Chain, Hop, chain_from_sexpr, chain_text, parse_chain
+from kbqa_lit.errors import DataFormatError
+from kbqa_lit.kb.lf.chains import Chain, Hop, chain_text, parse_chain
 
 BANK_FORMAT = 1
-_BRACKETED = re.compile(r"\[([^\]]+)\]")
 
 
-def relation_words(relation: str) -> str:
-    """A relation's readable name: its last dotted segment, underscores as spaces."""
-    return relation.rsplit(".", 1)[-1].replace("_", " ")
-
-
-def synthesised_template(hop: Hop) -> str:
-    """The wording of a step no training question asks for alone."""
-    words = relation_words(hop.relation)
-    return f"what is the {words} of {MASK}" if hop.forward else f"what has {words} {MASK}"
-
-
-def _norm(text: str) -> str:
-    return " ".join(text.replace("_", " ").lower().split())
-
-
-def mask_question(question: str, mentions: Iterable[str]) -> str | None:
-    """The question with its topic mention replaced by ``[mask]``, or ``None`` when not found.
-
-    A bracketed span (MetaQA's ``[Temuera Morrison]``) is the mention when there is one; else the
-    first of ``mentions`` that occurs in the question (case-insensitive, ``_`` read as a space).
-    The result is lower-cased with single spaces.
-    """
-    bracketed = _BRACKETED.findall(question)
-    if len(bracketed) == 1:
-        return _norm(_BRACKETED.sub(MASK, question))
-    norm_q = _norm(question)
-    for mention in mentions:
-        m = _norm(mention)
-        if m and re.search(rf"(?<!\w){re.escape(m)}(?!\w)", norm_q):
-            return re.sub(rf"(?<!\w){re.escape(m)}(?!\w)", MASK, norm_q, count=1)
-    return None
-
-
-def example_chain(ex: KBQAExample) -> tuple[str, Chain] | None:
-    """``(seed, chain)`` of an example whose gold S-expression is a JOIN chain, else ``None``."""
-    if not ex.s_expression:
-        return None
-    try:
-        found = chain_from_sexpr(ex.s_expression)
-    except SExprError:
-        return None
-    if found is None or (ex.topic_entities and found[0] not in ex.topic_entities):
-        return None
-    return found
+#: The wording of a step no training question asks for alone (the shared one, under the bank's name).
+synthesised_template = synthesised_wording
 
 
 def chain_examples(examples: Iterable[KBQAExample], skipped: Counter[str]) -> Iterator[tuple[KBQAExample, str, Chain]]:
@@ -193,8 +155,7 @@ def mine_templates(examples: Iterable[KBQAExample]) -> TemplateBank:
     skipped: Counter[str] = Counter()
     all_hops: set[Hop] = set()
     for ex, seed, chain in chain_examples(examples, skipped):
-        mentions = [ex.topic_entities.get(seed, "")] + list((ex.meta.get("path") or [])[:1])
-        template = mask_question(ex.question, [m for m in mentions if m])
+        template = mask_question(ex.question, topic_mentions(ex, seed))
         if template is None:
             skipped["topic mention not in the question"] += 1
             continue

@@ -25,9 +25,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from kbqa_lit.atomic import write_jsonl_atomic
+from kbqa_lit.data.chain_wording import step_wordings
 from kbqa_lit.data.entity_slots import mask_text, topic_slots
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.errors import UserInputError
+from kbqa_lit.pipelines.coq.decomposition.chain_gold import fill_chain_decompositions
 from kbqa_lit.pipelines.coq.decomposition.few_shot import DecompositionPrompt
 from kbqa_lit.pipelines.coq.decomposition.variants import apply_variant, check_variant, gold_decomposition
 
@@ -90,20 +92,45 @@ def write_training_rows(
     prompt: DecompositionPrompt,
     variant: str = "placeholders",
     mask_entities: bool = False,
-) -> dict[str, int | str]:
+    chains_from: str | Path | None = None,
+) -> dict[str, int | str | None]:
     """Write the rows of a common-schema file to ``out`` (JSON lines, atomically); return a summary.
 
+    Args:
+        input_path: Common-schema examples with gold decompositions.
+        out: The rows' file.
+        prompt: The prompt ``kbqa decompose`` renders at inference.
+        variant: The decomposition variant the model learns to write.
+        mask_entities: Write the topic entities' mentions as slots.
+        chains_from: A training file whose one-hop questions word each hop: examples without a gold
+            decomposition get one from their gold relation chain
+            (:mod:`~kbqa_lit.pipelines.coq.decomposition.chain_gold`; MetaQA, PathQuestion).
+
     Raises:
-        UserInputError: When ``input_path`` is missing or no example has a gold decomposition.
+        UserInputError: When a file is missing or no example has a gold decomposition.
     """
     path = Path(input_path)
-    if not path.is_file():
-        raise UserInputError(f"no such example file: {path}")
-    rows, skipped = training_rows(read_jsonl(path), prompt, variant, mask_entities)
+    for file in (path, *([Path(chains_from)] if chains_from else [])):
+        if not file.is_file():
+            raise UserInputError(f"no such example file: {file}")
+    examples = list(read_jsonl(path))
+    filled = 0
+    if chains_from:
+        examples, filled = fill_chain_decompositions(examples, step_wordings(read_jsonl(chains_from)))
+    rows, skipped = training_rows(examples, prompt, variant, mask_entities)
     if not rows:
-        raise UserInputError(f"{path}: no example has a gold decomposition to learn from")
+        hint = "" if chains_from else " (--chains-from TRAIN.jsonl builds them from gold relation chains)"
+        raise UserInputError(f"{path}: no example has a gold decomposition to learn from{hint}")
     write_jsonl_atomic(rows, out)
-    return {"rows": len(rows), "skipped": skipped, "variant": variant, "mask_entities": mask_entities, "out": str(out)}
+    return {
+        "rows": len(rows),
+        "skipped": skipped,
+        "from_chains": filled,
+        "chains_from": str(chains_from) if chains_from else None,
+        "variant": variant,
+        "mask_entities": mask_entities,
+        "out": str(out),
+    }
 
 
 __all__ = ["relation_phrase", "training_response", "training_rows", "write_training_rows"]
