@@ -38,6 +38,7 @@ PIPELINE_PREFIXES = (
     "fc/pipeline_",
     "tfs/pipeline_synthetic",
     "tfs/pipeline_pathquestion",
+    "tfs/pipeline_metaqa",
     "compare/",
 )
 

@@ -16,7 +16,11 @@ from kbqa_lit.runner.timings import parse_step_spec
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 #: Each comparison's chains (its steps running `kbqa pipeline`) and its score steps' systems.
 COMPARISONS = {
-    "metaqa.yaml": {"coq": "coq/pipeline_metaqa.yaml", "keqing": "keqing/pipeline_metaqa.yaml"},
+    "metaqa.yaml": {
+        "coq": "coq/pipeline_metaqa.yaml",
+        "keqing": "keqing/pipeline_metaqa.yaml",
+        "tfs": "tfs/pipeline_metaqa.yaml",
+    },
     "pathquestion.yaml": {
         "coq": "coq/pipeline_pathquestion.yaml",
         "keqing": "keqing/pipeline_pathquestion.yaml",
@@ -123,6 +127,7 @@ def test_every_real_set_chain_answers_in_both_forms() -> None:
         "keqing/pipeline_metaqa.yaml",
         "keqing/pipeline_pathquestion.yaml",
         "tfs/pipeline_pathquestion.yaml",
+        "tfs/pipeline_metaqa.yaml",
         "coq/pipeline_generator_metaqa.yaml",
         "coq/pipeline_generator_pathquestion.yaml",
         "coq/pipeline_grailqa.yaml",
@@ -137,9 +142,10 @@ def test_every_real_set_chain_answers_in_both_forms() -> None:
             assert asked == [form] and all(form in f for f in _writes(cmd.argv, [])), rel
 
 
-def test_coq_pathquestion_chain_decomposes_with_the_trained_stand_in() -> None:
-    """The paper's step 1 runs: rows from the gold paths, the decomposer trained, every split decomposed by it."""
-    commands = load_pipeline(CONFIGS / "coq" / "pipeline_pathquestion.yaml", {"work": "/w"}).commands()
+@pytest.mark.parametrize("chain", ["pipeline_pathquestion.yaml", "pipeline_metaqa.yaml"])
+def test_coq_real_set_chains_decompose_with_the_trained_stand_in(chain: str) -> None:
+    """The paper's step 1 runs: rows from the gold chains, the decomposer trained, every split decomposed by it."""
+    commands = load_pipeline(CONFIGS / "coq" / chain, {"work": "/w"}).commands()
     by_step = {c.step: c for c in commands}
     rows = [c for c in commands if c.step == "decomposer_rows"]
     assert [c.binding["split"] for c in rows] == ["train", "dev"]  # never the test split's gold paths

@@ -96,6 +96,7 @@ def test_shipped_chains_move_their_test_file_with_work() -> None:
         "keqing/pipeline_metaqa.yaml",
         "keqing/pipeline_pathquestion.yaml",
         "tfs/pipeline_pathquestion.yaml",
+        "tfs/pipeline_metaqa.yaml",
         "coq/pipeline_generator_metaqa.yaml",
         "coq/pipeline_generator_pathquestion.yaml",
     ):
