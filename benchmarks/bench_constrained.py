@@ -150,7 +150,7 @@ def part2(args: argparse.Namespace) -> None:
     free = None
     with tempfile.TemporaryDirectory() as tmp:
         for k, (label, mode, stop) in enumerate(searches(args)):
-            out = Path(tmp) / label.replace(" ", "_").replace(",", "").replace("=", "_")
+            out = Path(args.predictions_dir or tmp) / label.replace(" ", "_").replace(",", "").replace("=", "_")
             cmd = ["kbqa", args.split, "--config", args.config, *sum((["--config", c] for c in args.extra_config), []),
                    "--ckpt_path", args.ckpt, "--trainer.logger.init_args.version", str(out),
                    "--trainer.callbacks.init_args.predictions_dir", str(out),
@@ -189,6 +189,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cli-arg", action="append", default=[],
                         help="one more argument for part 2's kbqa command (repeat; --cli-arg=--data...)")  # fmt: skip
     parser.add_argument("--skip-part1", action="store_true", help="only part 2")
+    parser.add_argument("--predictions-dir", default=None,
+                        help="keep part 2's prediction files in DIR/<search> (default: a temporary one)")  # fmt: skip
     args = parser.parse_args(argv)
     if not args.skip_part1:
         part1(args)

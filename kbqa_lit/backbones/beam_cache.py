@@ -1,20 +1,35 @@
-"""A KV cache for encoder-decoder beam search that does not copy the cross-attention keys and values each step.
+"""Encoder-decoder beam search that keeps one copy of each example's cross-attention keys and values.
 
-``generate``'s beam search reorders the whole cache after every step (``EncoderDecoderCache.reorder_cache``),
-the cross-attention keys and values included: ``2 x layers x rows x source_length x d_model`` floats copied per
-step, which for a long source dominates the step (the FC-KBQA composer: 50 questions x 10 beams x 320 source
-tokens, 290 ms a step of which the model's own work is a fifth). Beam search only ever moves a row to a beam of
-the same example, and every beam of an example holds the same cross-attention keys and values (its encoder
-output, repeated per beam), so leaving them in place changes nothing: the search's output is identical
-(tested), and the step is about 3.6x cheaper on that composer.
+``generate`` expands the encoder output once per beam, so every beam of an example holds the same
+cross-attention keys and values (its encoder output, repeated). Two costs follow, and both are removed
+here without changing the search's output (tested against ``transformers``' own cache and attention):
+
+- **the reorder**: beam search reorders the whole cache after every step
+  (``EncoderDecoderCache.reorder_cache``), cross-attention included: ``2 x layers x rows x source_length x
+  d_model`` floats copied per step. Beam search only moves a row to a beam of the same example, so
+  :class:`BeamSearchCache` reorders the self-attention part alone (FC-KBQA's composer, 50 questions x 10
+  beams x 320 source tokens: the step about 3.6x cheaper);
+- **the reads**: each step's cross-attention reads every row's keys and values, ``num_beams`` copies of the
+  same ones. :class:`SharedCrossCache` stores one row per example (the first beam's), and
+  :func:`beam_grouped_attention` (a ``transformers`` attention function, on for the search only, by
+  :func:`beam_search`) attends an example's beams' queries together against that one copy; attention
+  whose keys are not shared (self-attention, the encoder) goes to ``sdpa`` as before.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
+from transformers import AttentionInterface
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+#: The name :func:`beam_grouped_attention` is registered under in ``transformers``' attention functions.
+GROUPED = "kbqa_beam_grouped"
 
 
 class BeamSearchCache(EncoderDecoderCache):
@@ -25,12 +40,72 @@ class BeamSearchCache(EncoderDecoderCache):
         self.self_attention_cache.reorder_cache(beam_idx)
 
 
-def beam_search_cache(model: Any, num_beams: int) -> dict[str, Any]:
+class SharedCrossCache(DynamicCache):
+    """A cross-attention cache that keeps one row per example: the first of its ``num_beams`` equal rows."""
+
+    def __init__(self, num_beams: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.num_beams = int(num_beams)
+
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store (and return) every ``num_beams``-th row of the keys and values."""
+        step = self.num_beams
+        return super().update(
+            key_states[::step].contiguous(), value_states[::step].contiguous(), layer_idx, *args, **kwargs
+        )
+
+
+def _per_example(tensor: torch.Tensor | None, beams: int, queries: int) -> torch.Tensor | None:
+    """A mask or bias of ``rows`` (or 1) leading rows, one row per example, its query axis for ``beams x queries``."""
+    if tensor is None:
+        return None
+    if tensor.shape[0] > 1:
+        tensor = tensor[::beams]
+    if tensor.shape[2] == 1:
+        return tensor
+    return tensor.repeat(1, 1, beams, 1) if tensor.shape[2] == queries else tensor
+
+
+def beam_grouped_attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``sdpa`` attention, with queries of ``k x`` more rows than the keys grouped by example.
+
+    ``query`` is ``(rows, heads, q, d)`` with rows example-major (``example * beams + beam``, as
+    ``generate`` expands them); ``key``/``value`` ``(rows / beams, heads, s, d)``. The beams' queries of an
+    example become one ``(heads, beams * q, d)`` query against its keys; the output is put back per row.
+    Equal row counts go to ``sdpa`` unchanged.
+    """
+    rows, groups = query.shape[0], key.shape[0]
+    if rows == groups:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+    beams, (_, heads, queries, dim) = rows // groups, query.shape
+    grouped = query.view(groups, beams, heads, queries, dim).transpose(1, 2).reshape(groups, heads, -1, dim)
+    kwargs["position_bias"] = _per_example(kwargs.get("position_bias"), beams, queries)
+    mask = _per_example(attention_mask, beams, queries)
+    out, _ = sdpa_attention_forward(module, grouped, key, value, mask, **kwargs)  # (groups, beams * q, heads, d)
+    return out.reshape(groups, beams, queries, heads, dim).reshape(rows, queries, heads, dim), None
+
+
+AttentionInterface.register(GROUPED, beam_grouped_attention)
+AttentionMaskInterface.register(GROUPED, sdpa_mask)  # the masks sdpa gets (padding, causality), not none
+
+
+def beam_search_cache(model: Any, num_beams: int, shared_cross: bool = False) -> dict[str, Any]:
     """``generate`` keyword arguments that give an encoder-decoder's beam search a :class:`BeamSearchCache`.
 
     Args:
         model: The ``transformers`` model that will generate.
         num_beams: The search's beams.
+        shared_cross: Keep one cross-attention row per example (:class:`SharedCrossCache`; only with
+            :func:`beam_grouped_attention` on, as :func:`beam_search` does).
 
     Returns:
         ``{"past_key_values": BeamSearchCache(...)}`` for an encoder-decoder with its cache on and more than one
@@ -40,7 +115,35 @@ def beam_search_cache(model: Any, num_beams: int) -> dict[str, Any]:
     config = getattr(model, "config", None)
     if num_beams <= 1 or not getattr(config, "is_encoder_decoder", False) or not getattr(config, "use_cache", True):
         return {}
-    return {"past_key_values": BeamSearchCache(DynamicCache(config=config), DynamicCache(config=config))}
+    cross = SharedCrossCache(num_beams, config=config) if shared_cross else DynamicCache(config=config)
+    return {"past_key_values": BeamSearchCache(DynamicCache(config=config), cross)}
 
 
-__all__ = ["BeamSearchCache", "beam_search_cache"]
+@contextmanager
+def beam_search(model: Any, num_beams: int) -> Iterator[dict[str, Any]]:
+    """Within: the ``generate`` keyword arguments of :func:`beam_search_cache`, one cross-attention copy per example.
+
+    A model that attends with ``sdpa`` (``transformers``' default) attends with
+    :func:`beam_grouped_attention` inside the block and the cache keeps one cross-attention row per example;
+    any other attention (``eager``, flash kernels) keeps its own and every row, as before.
+    """
+    kwargs = beam_search_cache(model, num_beams)
+    config = getattr(model, "config", None)
+    if not kwargs or getattr(config, "_attn_implementation", None) != "sdpa":
+        yield kwargs
+        return
+    model.set_attn_implementation(GROUPED)
+    try:
+        yield beam_search_cache(model, num_beams, shared_cross=True)
+    finally:
+        model.set_attn_implementation("sdpa")
+
+
+__all__ = [
+    "GROUPED",
+    "BeamSearchCache",
+    "SharedCrossCache",
+    "beam_grouped_attention",
+    "beam_search",
+    "beam_search_cache",
+]

@@ -39,7 +39,7 @@ from lightning.pytorch import LightningModule
 from lightning.pytorch.utilities import rank_zero_warn
 from transformers import LogitsProcessorList, PreTrainedTokenizerBase
 
-from kbqa_lit.backbones.beam_cache import beam_search_cache
+from kbqa_lit.backbones.beam_cache import beam_search
 from kbqa_lit.backbones.common import architecture_signature, tokenizer_files, tokenizer_from_files
 from kbqa_lit.backbones.encoder_decoder import decode_generated, drop_start_token
 from kbqa_lit.backbones.seq2seq import BACKBONES, build_seq2seq, build_tokenizer, seq2seq_from_config
@@ -277,15 +277,14 @@ class MultitaskGenerator(LightningModule):
     @torch.no_grad()
     def _generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **kwargs: Any) -> list[str]:
         tok = self._require_tokenizer()
-        with eval_mode(self.model):
-            cache = (
-                {} if "past_key_values" in kwargs else beam_search_cache(self.model, int(kwargs.get("num_beams", 1)))
-            )
+        beams = 1 if "past_key_values" in kwargs else int(kwargs.get("num_beams", 1))
+        # beam search: one copy of each example's cross-attention keys and values, never reordered (same output)
+        with eval_mode(self.model), beam_search(self.model, beams) as cache:
             seqs = self.model.generate(
                 input_ids=input_ids.to(self.device),
                 attention_mask=attention_mask.to(self.device),
                 do_sample=False,
-                **cache,  # beam search: the cross-attention cache is not copied every step (identical output)
+                **cache,
                 **kwargs,
             )
         return [_clean(t) for t in decode_generated(tok, seqs)]

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import torch
 
-from kbqa_lit.backbones.beam_cache import BeamSearchCache, beam_search_cache
+from kbqa_lit.backbones.beam_cache import (
+    GROUPED,
+    BeamSearchCache,
+    SharedCrossCache,
+    beam_grouped_attention,
+    beam_search,
+    beam_search_cache,
+)
 from kbqa_lit.backbones.causal import build_causal_lm
 from kbqa_lit.backbones.seq2seq import build_seq2seq, build_tokenizer
 from tests.helpers.tiny import TINY_T5
@@ -45,3 +52,58 @@ def test_only_encoder_decoder_beam_searches_get_it() -> None:
     assert isinstance(beam_search_cache(t5, 4)["past_key_values"], BeamSearchCache)
     llama = build_causal_lm(tokenizer=tok)
     assert beam_search_cache(llama, 4) == {}  # no cross-attention
+
+
+def test_one_cross_attention_copy_per_example_gives_the_same_beams() -> None:
+    """``beam_search``: grouped attention over one cross-attention row per example, same sequences and scores."""
+    tok = build_tokenizer(train_texts=TEXTS, vocab_size=120)
+    torch.manual_seed(0)
+    model = build_seq2seq(config=TINY_T5, tokenizer=tok).eval()
+    assert model.config._attn_implementation == "sdpa"
+    enc = tok(["who directed the film", "how many films are there in all of the world", "film"], return_tensors="pt",
+              padding=True)  # fmt: skip
+    args = {"num_beams": 5, "num_return_sequences": 5, "max_new_tokens": 12, "do_sample": False,
+            "output_scores": True, "return_dict_in_generate": True}  # fmt: skip
+    with torch.no_grad():
+        plain = model.generate(**enc, **args)
+        with beam_search(model, 5) as extra:
+            assert model.config._attn_implementation == GROUPED
+            ours = model.generate(**enc, **args, **extra)
+    assert model.config._attn_implementation == "sdpa"  # restored after the search
+    assert torch.equal(plain.sequences, ours.sequences)
+    assert torch.allclose(plain.sequences_scores, ours.sequences_scores, atol=1e-5)
+    cache = extra["past_key_values"]
+    assert isinstance(cache.cross_attention_cache, SharedCrossCache)
+    assert cache.cross_attention_cache.layers[0].keys.shape[0] == 3  # 3 examples, not 15 rows
+    assert cache.self_attention_cache.layers[0].keys.shape[0] == 15
+
+
+def test_grouped_attention_equals_attention_over_repeated_keys() -> None:
+    torch.manual_seed(0)
+    groups, beams, heads, source, dim = 3, 4, 2, 7, 8
+    query = torch.randn(groups * beams, heads, 1, dim)
+    key, value = torch.randn(groups, heads, source, dim), torch.randn(groups, heads, source, dim)
+    mask = torch.zeros(groups, 1, 1, source)
+    mask[1, ..., 5:] = torch.finfo(torch.float32).min  # the second example's padding
+    mask = mask.repeat_interleave(beams, 0)
+    module = torch.nn.Module()
+    module.is_causal = False
+    ours, _ = beam_grouped_attention(module, query, key, value, mask, scaling=dim**-0.5)
+    ref, _ = beam_grouped_attention(
+        module, query, key.repeat_interleave(beams, 0), value.repeat_interleave(beams, 0), mask, scaling=dim**-0.5
+    )
+    assert ours.shape == ref.shape == (groups * beams, 1, heads, dim)
+    assert torch.allclose(ours, ref, atol=1e-6)
+    padded = beam_grouped_attention(module, query, key, value, torch.zeros_like(mask), scaling=dim**-0.5)[0]
+    assert not torch.allclose(padded[beams : 2 * beams], ours[beams : 2 * beams])  # the mask reaches its example
+
+
+def test_other_attention_keeps_every_row() -> None:
+    tok = build_tokenizer(train_texts=TEXTS, vocab_size=120)
+    model = build_seq2seq(config=TINY_T5, tokenizer=tok).eval()
+    model.set_attn_implementation("eager")
+    with beam_search(model, 4) as extra:
+        assert model.config._attn_implementation == "eager"
+        assert not isinstance(extra["past_key_values"].cross_attention_cache, SharedCrossCache)
+    with beam_search(model, 1) as extra:
+        assert extra == {}
