@@ -18,6 +18,7 @@ here without changing the search's output (tested against ``transformers``' own 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -30,6 +31,8 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 #: The name :func:`beam_grouped_attention` is registered under in ``transformers``' attention functions.
 GROUPED = "kbqa_beam_grouped"
+_SWITCH = threading.Lock()
+_USERS: dict[int, int] = {}  # model id -> searches inside beam_search() now
 
 
 class BeamSearchCache(EncoderDecoderCache):
@@ -128,15 +131,24 @@ def beam_search(model: Any, num_beams: int) -> Iterator[dict[str, Any]]:
     any other attention (``eager``, flash kernels) keeps its own and every row, as before.
     """
     kwargs = beam_search_cache(model, num_beams)
-    config = getattr(model, "config", None)
-    if not kwargs or getattr(config, "_attn_implementation", None) != "sdpa":
+    with _SWITCH:
+        implementation = getattr(getattr(model, "config", None), "_attn_implementation", None)
+        grouped = bool(kwargs) and implementation in ("sdpa", GROUPED)
+        if grouped:  # searches at once on one model (threads) share the switch; the last one out restores sdpa
+            _USERS[id(model)] = _USERS.get(id(model), 0) + 1
+            if implementation == "sdpa":
+                model.set_attn_implementation(GROUPED)
+    if not grouped:
         yield kwargs
         return
-    model.set_attn_implementation(GROUPED)
     try:
         yield beam_search_cache(model, num_beams, shared_cross=True)
     finally:
-        model.set_attn_implementation("sdpa")
+        with _SWITCH:
+            _USERS[id(model)] -= 1
+            if not _USERS[id(model)]:
+                del _USERS[id(model)]
+                model.set_attn_implementation("sdpa")
 
 
 __all__ = [

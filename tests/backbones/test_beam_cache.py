@@ -107,3 +107,13 @@ def test_other_attention_keeps_every_row() -> None:
         assert not isinstance(extra["past_key_values"].cross_attention_cache, SharedCrossCache)
     with beam_search(model, 1) as extra:
         assert extra == {}
+
+
+def test_nested_searches_restore_sdpa_only_when_the_last_ends() -> None:
+    tok = build_tokenizer(train_texts=TEXTS, vocab_size=120)
+    model = build_seq2seq(config=TINY_T5, tokenizer=tok).eval()
+    with beam_search(model, 4):
+        with beam_search(model, 4) as inner:
+            assert isinstance(inner["past_key_values"].cross_attention_cache, SharedCrossCache)
+        assert model.config._attn_implementation == GROUPED  # the outer search is still on
+    assert model.config._attn_implementation == "sdpa"
