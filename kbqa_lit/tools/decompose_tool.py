@@ -3,8 +3,7 @@
 ``kbqa decompose --config CONFIG.yaml --input FILE.jsonl --out FILE.jsonl [--variant
 full|placeholders|no_answers|none] [--source backend|gold] [--limit N] [--batch-size N] [--cache FILE]
 [--set KEY=VALUE ...] [--no-progress] [--training-rows [--chains-from TRAIN.jsonl]]`` reads common-schema examples,
-writes them with
-``decomposition`` and
+writes them with ``decomposition`` and
 ``meta["decomposition_schema"|"decomposition_status"|"decomposition_error"]`` (see
 :mod:`kbqa_lit.pipelines.coq.decomposition.variants`) and prints one JSON object::
 
