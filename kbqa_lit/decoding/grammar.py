@@ -35,7 +35,10 @@ direction, ``(0, "reverse", r)``), so the items of all contexts are every atom w
 FC-KBQA's KB-connected pairs (:class:`kbqa_lit.decoding.pairs.PairRules`) allow relations by
 what was written before them; :class:`kbqa_lit.decoding.anchor.AnchoredEntityRules` returns for
 ``entity`` inside ``( join [ r ] ...`` only the entities with an ``r`` edge in that direction. Set
-``context_free = False`` on such a rule so the grammar does not cache its answer per role alone.
+``context_free = False`` on such a rule so the grammar does not cache its answer per role alone. A rule
+that reads only some atoms may say which (``reduce_items(items) -> items``, as ``PairRules`` does: the
+last relation or class); when it is the one context-dependent rule set, every call keeps only those, so
+beams that differ in atoms no rule reads reach equal states and share their computed masks.
 """
 
 from __future__ import annotations
@@ -128,6 +131,11 @@ class SExprGrammar:
     def __init__(self, rules: Sequence[Any] | None = None, datatypes: Iterable[str] = DATATYPE_PHRASES) -> None:
         self.rules = list(rules) if rules else [BaseRules()]
         self.context_free = all(getattr(r, "context_free", False) for r in self.rules)
+        readers = [r for r in self.rules if not getattr(r, "context_free", False)]
+        #: What a call's items are cut to as they are written: the one context-dependent rule set's own
+        #: ``reduce_items`` (the atoms it reads), so that states differing only in atoms no rule reads are
+        #: equal and share every cache; ``None`` (every item kept) with several such rule sets or none.
+        self._reduce = readers[0].reduce_items if len(readers) == 1 and hasattr(readers[0], "reduce_items") else None
         self._datatypes = PhraseVocab(datatypes)
         self._vocab_cache: dict[tuple[str, Context], RoleVocab] = {}
         self._opts_cache: dict[Hashable, WordOptions] = {}
@@ -414,6 +422,8 @@ class SExprGrammar:
             items = items + tuple((done, role, text) for _, role, text in closed)
             if closed_sig == "R":  # ( reverse [ r ] ): also (done, "reverse", r), so a rule sees the direction
                 items = items + tuple((done, "reverse", text) for _, role, text in closed if role == "relation")
+            if self._reduce is not None:
+                items = self._reduce(items)
         return (rest[:-1] + ((sig, done + 1, items),), ("arg",))
 
     def _close_atom(self, frames: tuple[Any, ...], item: tuple[str, str]) -> State:
@@ -422,6 +432,8 @@ class SExprGrammar:
         sig, done, items = frames[-1]
         if not self.context_free:
             items = items + ((done, *item),)
+            if self._reduce is not None:
+                items = self._reduce(items)
         return (frames[:-1] + ((sig, done + 1, items),), ("arg",))
 
 

@@ -190,6 +190,18 @@ class PairRules:
             allowed |= self.partners_of(role, text)
         return frozenset(allowed)
 
+    def reduce_items(self, items: tuple[tuple[int, str, str], ...]) -> tuple[tuple[int, str, str], ...]:
+        """The items of one call that :meth:`allowed_relations` reads, in a form equal wherever its answer is.
+
+        ``last``: the call's last relation or class (the context's last component is the innermost
+        call's last one that has any); ``any``: each relation and class once, sorted. Argument indices,
+        entities and directions are not read and become ``0`` or are dropped.
+        """
+        components = [(0, role, text) for _, role, text in items if role in ("relation", "class")]
+        if self.partners == "last":
+            return tuple(components[-1:])
+        return tuple(sorted(set(components)))
+
     def vocab(self, role: str, context: Context) -> RoleVocab | None:
         """The allowed relations, classes or entities; ``None`` for other roles (literals)."""
         if role == "relation":

@@ -102,3 +102,46 @@ def test_bad_settings_are_typed_errors() -> None:
         PairRules(partners="first")  # type: ignore[arg-type]
     with pytest.raises(UserInputError, match="chain_heads"):
         PairRules(chain_heads=-1)
+
+
+class _ReadsEverything(PairRules):
+    """The same rules without ``reduce_items``: the grammar keeps every item (the reference)."""
+
+    reduce_items = None
+
+
+def _walks(g: SExprGrammar, seed: int, n: int = 300, length: int = 30) -> list[list[str]]:
+    """Random word sequences the grammar allows (closed words only: the pairs' grammar has no literals here)."""
+    import random
+
+    rng, walks = random.Random(seed), []
+    for _ in range(n):
+        state, words = g.start(), []
+        while len(words) < length and not g.complete(state):
+            options = sorted(g.options(state).words)
+            if not options:
+                break
+            words.append(rng.choice(options))
+            state = g.step(state, words[-1])
+        walks.append(words)
+    return walks
+
+
+@pytest.mark.parametrize("settings", [{}, {"mode": "trie"}, OURS])
+def test_reduced_items_answer_as_every_item_and_merge_states(settings) -> None:
+    reduced = _grammar(**settings)
+    full = SExprGrammar([BaseRules(SLOTS), _ReadsEverything(**PAIRS, **settings)])
+    assert reduced._reduce is not None and full._reduce is None
+    states: dict[str, set] = {"reduced": set(), "full": set()}
+    for words in _walks(full, seed=0):
+        a, b = reduced.start(), full.start()
+        for word in words:
+            assert reduced.options(a) == full.options(b), words
+            assert reduced.closing_word(a) == full.closing_word(b), words
+            a, b = reduced.step(a, word), full.step(b, word)
+            states["reduced"].add(a)
+            states["full"].add(b)
+        assert reduced.complete(a) == full.complete(b)
+    assert len(states["reduced"]) <= len(states["full"])
+    if settings.get("partners", "last") == "last":  # beams that differ in atoms before the last component now meet
+        assert len(states["reduced"]) < len(states["full"])
