@@ -134,10 +134,13 @@ def beam_search(model: Any, num_beams: int) -> Iterator[dict[str, Any]]:
     with _SWITCH:
         implementation = getattr(getattr(model, "config", None), "_attn_implementation", None)
         grouped = bool(kwargs) and implementation in ("sdpa", GROUPED)
+        if grouped and implementation == "sdpa":
+            try:
+                model.set_attn_implementation(GROUPED)
+            except (ValueError, KeyError, AttributeError):  # a model that takes no custom attention: as before
+                grouped = False
         if grouped:  # searches at once on one model (threads) share the switch; the last one out restores sdpa
             _USERS[id(model)] = _USERS.get(id(model), 0) + 1
-            if implementation == "sdpa":
-                model.set_attn_implementation(GROUPED)
     if not grouped:
         yield kwargs
         return

@@ -117,3 +117,16 @@ def test_nested_searches_restore_sdpa_only_when_the_last_ends() -> None:
             assert isinstance(inner["past_key_values"].cross_attention_cache, SharedCrossCache)
         assert model.config._attn_implementation == GROUPED  # the outer search is still on
     assert model.config._attn_implementation == "sdpa"
+
+
+def test_a_model_that_refuses_the_attention_keeps_every_row(monkeypatch) -> None:
+    tok = build_tokenizer(train_texts=TEXTS, vocab_size=120)
+    model = build_seq2seq(config=TINY_T5, tokenizer=tok).eval()
+
+    def refuse(name: str, *args, **kwargs) -> None:
+        raise ValueError(f"{name} is not supported")
+
+    monkeypatch.setattr(model, "set_attn_implementation", refuse)
+    with beam_search(model, 4) as extra:
+        assert not isinstance(extra["past_key_values"].cross_attention_cache, SharedCrossCache)
+    assert model.config._attn_implementation == "sdpa"
