@@ -30,22 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbqa_lit.atomic import write_json_atomic
-from kbqa_lit.data.chain_wording import (
-    example_chain,
-    mask_question,
-    relation_words,
-    synthesised_wording,
-    topic_mentions,
-)
+from kbqa_lit.data.chain_wording import example_chain, mask_question, synthesised_wording, topic_mentions
 from kbqa_lit.data.schema import KBQAExample
 from kbqa_lit.errors import DataFormatError
 from kbqa_lit.kb.lf.chains import Chain, Hop, chain_text, parse_chain
 
 BANK_FORMAT = 1
-
-
-#: The wording of a step no training question asks for alone (the shared one, under the bank's name).
-synthesised_template = synthesised_wording
 
 
 def chain_examples(examples: Iterable[KBQAExample], skipped: Counter[str]) -> Iterator[tuple[KBQAExample, str, Chain]]:
@@ -99,13 +89,13 @@ class TemplateBank:
     def step_template(self, hop: Hop) -> str:
         """The wording of a step: its most frequent template, else a synthesised one."""
         wordings = self.steps.get(str(hop))
-        return wordings[0] if wordings else synthesised_template(hop)
+        return wordings[0] if wordings else synthesised_wording(hop)
 
     def add_synthesised_steps(self, hops: Iterable[Hop]) -> None:
         """Give every step of ``hops`` without a wording its synthesised template."""
         for hop in hops:
             if str(hop) not in self.steps:
-                self.steps[str(hop)] = [synthesised_template(hop)]
+                self.steps[str(hop)] = [synthesised_wording(hop)]
 
     def to_json(self) -> dict[str, object]:
         """The bank as JSON (``format``, ``templates``, ``steps``, ``skipped``)."""
@@ -186,6 +176,4 @@ __all__ = [
     "example_chain",
     "mask_question",
     "mine_templates",
-    "relation_words",
-    "synthesised_template",
 ]

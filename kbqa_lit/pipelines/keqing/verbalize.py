@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from kbqa_lit.data.chain_wording import relation_words as relation_name
 from kbqa_lit.kb.lf.chains import Hop
 
 #: ``label(id) -> name or None`` (e.g. :meth:`kbqa_lit.kb.index.entity_index.EntityIndex.label`).
@@ -16,9 +17,8 @@ Labeler = Callable[[str], str | None]
 
 
 def relation_words(relation: str) -> str:
-    """``metaqa.movie.directed_by`` → ``directed by`` (last dotted segment, ``_`` as spaces)."""
-    last = relation.rsplit(".", 1)[-1]
-    return " ".join(last.replace("_", " ").split()) or relation
+    """``metaqa.movie.directed_by`` → ``directed by`` (last dotted segment, ``_`` as spaces, single spaces)."""
+    return " ".join(relation_name(relation).split()) or relation
 
 
 def node_name(node: str, label: Labeler | None = None) -> str:

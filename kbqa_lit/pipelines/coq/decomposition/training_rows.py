@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from kbqa_lit.atomic import write_jsonl_atomic
-from kbqa_lit.data.chain_wording import step_wordings
+from kbqa_lit.data.chain_wording import relation_words, step_wordings
 from kbqa_lit.data.entity_slots import mask_text, topic_slots
 from kbqa_lit.data.schema import KBQAExample, read_jsonl
 from kbqa_lit.errors import UserInputError
@@ -36,7 +36,7 @@ from kbqa_lit.pipelines.coq.decomposition.variants import apply_variant, check_v
 
 def relation_phrase(relation: str) -> str:
     """A relation id as a schema phrase (``people.person.place_of_birth`` → ``place of birth``)."""
-    return relation.rsplit(".", 1)[-1].replace("_", " ").strip()
+    return relation_words(relation).strip()
 
 
 def training_response(ex: KBQAExample, variant: str = "placeholders") -> str | None:
