@@ -115,11 +115,17 @@ def beam_search_cache(model: Any, num_beams: int, shared_cross: bool = False) ->
         beam, else ``{}`` (nothing to save: a decoder-only model has no cross-attention, greedy search reorders
         nothing).
     """
-    config = getattr(model, "config", None)
-    if num_beams <= 1 or not getattr(config, "is_encoder_decoder", False) or not getattr(config, "use_cache", True):
+    if not _takes_cache(model, num_beams):
         return {}
+    config = model.config
     cross = SharedCrossCache(num_beams, config=config) if shared_cross else DynamicCache(config=config)
     return {"past_key_values": BeamSearchCache(DynamicCache(config=config), cross)}
+
+
+def _takes_cache(model: Any, num_beams: int) -> bool:
+    """Whether the search is an encoder-decoder's beam search with its cache on (else there is nothing to save)."""
+    config = getattr(model, "config", None)
+    return num_beams > 1 and bool(getattr(config, "is_encoder_decoder", False) and getattr(config, "use_cache", True))
 
 
 @contextmanager
@@ -130,10 +136,9 @@ def beam_search(model: Any, num_beams: int) -> Iterator[dict[str, Any]]:
     :func:`beam_grouped_attention` inside the block and the cache keeps one cross-attention row per example;
     any other attention (``eager``, flash kernels) keeps its own and every row, as before.
     """
-    kwargs = beam_search_cache(model, num_beams)
     with _SWITCH:
         implementation = getattr(getattr(model, "config", None), "_attn_implementation", None)
-        grouped = bool(kwargs) and implementation in ("sdpa", GROUPED)
+        grouped = _takes_cache(model, num_beams) and implementation in ("sdpa", GROUPED)
         if grouped and implementation == "sdpa":
             try:
                 model.set_attn_implementation(GROUPED)
@@ -142,7 +147,7 @@ def beam_search(model: Any, num_beams: int) -> Iterator[dict[str, Any]]:
         if grouped:  # searches at once on one model (threads) share the switch; the last one out restores sdpa
             _USERS[id(model)] = _USERS.get(id(model), 0) + 1
     if not grouped:
-        yield kwargs
+        yield beam_search_cache(model, num_beams)
         return
     try:
         yield beam_search_cache(model, num_beams, shared_cross=True)
