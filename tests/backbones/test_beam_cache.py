@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from kbqa_lit.backbones.beam_cache import (
@@ -14,6 +15,7 @@ from kbqa_lit.backbones.beam_cache import (
 )
 from kbqa_lit.backbones.causal import build_causal_lm
 from kbqa_lit.backbones.seq2seq import build_seq2seq, build_tokenizer
+from tests.helpers.run_if import run_if
 from tests.helpers.tiny import TINY_T5
 
 TEXTS = ["( join [ film , film , directed by ] [E0] )", "who directed the film", "how many films are there"] * 10
@@ -130,3 +132,48 @@ def test_a_model_that_refuses_the_attention_keeps_every_row(monkeypatch) -> None
     with beam_search(model, 4) as extra:
         assert not isinstance(extra["past_key_values"].cross_attention_cache, SharedCrossCache)
     assert model.config._attn_implementation == "sdpa"
+
+
+@pytest.mark.gpu
+@run_if(cuda=True)
+@pytest.mark.parametrize("num_beams", [4, 16])
+def test_one_cross_attention_copy_gives_the_same_beams_on_a_gpu(num_beams: int) -> None:
+    """On CUDA (sdpa's fused kernels, not the CPU's math path): the same sequences and scores as ``generate``."""
+    tok = build_tokenizer(train_texts=TEXTS, vocab_size=120)
+    torch.manual_seed(0)
+    model = build_seq2seq(config=TINY_T5, tokenizer=tok).eval().cuda()
+    enc = tok(["who directed the film", "how many films are there in all of the world", "film"], return_tensors="pt",
+              padding=True).to("cuda")  # fmt: skip
+    args = {"num_beams": num_beams, "num_return_sequences": num_beams, "max_new_tokens": 12, "do_sample": False,
+            "output_scores": True, "return_dict_in_generate": True}  # fmt: skip
+    with torch.no_grad():
+        plain = model.generate(**enc, **args)
+        with beam_search(model, num_beams) as extra:
+            ours = model.generate(**enc, **args, **extra)
+    assert extra["past_key_values"].cross_attention_cache.layers[0].keys.shape[0] == 3
+    assert torch.equal(plain.sequences, ours.sequences)
+    assert torch.allclose(plain.sequences_scores, ours.sequences_scores, atol=1e-4)
+
+
+@pytest.mark.gpu
+@run_if(cuda=True)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_grouped_attention_equals_repeated_keys_on_a_gpu(dtype: torch.dtype) -> None:
+    """The grouped query against one key row per example equals sdpa over repeated keys, padding masks included."""
+    torch.manual_seed(0)
+    groups, beams, heads, source, dim = 4, 10, 12, 320, 64
+    device = torch.device("cuda")
+    query = torch.randn(groups * beams, heads, 1, dim, device=device, dtype=dtype)
+    key = torch.randn(groups, heads, source, dim, device=device, dtype=dtype)
+    value = torch.randn(groups, heads, source, dim, device=device, dtype=dtype)
+    mask = torch.zeros(groups, 1, 1, source, device=device, dtype=dtype)
+    mask[1, ..., 200:] = torch.finfo(dtype).min
+    mask = mask.repeat_interleave(beams, 0)
+    module = torch.nn.Module()
+    module.is_causal = False
+    ours, _ = beam_grouped_attention(module, query, key, value, mask, scaling=dim**-0.5)
+    ref, _ = beam_grouped_attention(
+        module, query, key.repeat_interleave(beams, 0), value.repeat_interleave(beams, 0), mask, scaling=dim**-0.5
+    )
+    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    assert torch.allclose(ours.float(), ref.float(), atol=tol, rtol=tol)

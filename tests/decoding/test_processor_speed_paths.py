@@ -12,6 +12,7 @@ from kbqa_lit.backbones.seq2seq import build_seq2seq, build_tokenizer
 from kbqa_lit.decoding.grammar import BaseRules, EntityRules, SchemaRules, SExprGrammar
 from kbqa_lit.decoding.processor import GrammarLogitsProcessor
 from kbqa_lit.decoding.tokens import TokenIndex
+from tests.helpers.run_if import run_if
 from tests.helpers.tiny import TINY_T5
 
 SLOTS = tuple(f"[E{k}]" for k in range(4))
@@ -218,3 +219,23 @@ def test_batched_guard_returns_what_the_per_group_guard_returns(tok, num_beams: 
             scores = torch.log_softmax(torch.randn(ids.shape[0], index.vocab_size, generator=gen), dim=-1)
             assert torch.equal(batched(ids, scores.clone()), per_group(ids, scores.clone()))
     assert sum(calls) > 20  # the guard checked rows at many steps
+
+
+@pytest.mark.gpu
+@run_if(cuda=True)
+def test_batched_guard_returns_what_the_per_group_guard_returns_on_a_gpu(tok) -> None:
+    """On CUDA (whose ``topk`` may order ties otherwise): the batched guard keeps the per-group guard's tokens."""
+    index = TokenIndex(tok)
+    kwargs = {"num_beams": 4, "max_new_tokens": 16, "budget_top_k": 8}
+    batched = GrammarLogitsProcessor(index, _grammars(SExprGrammar), **kwargs)
+    per_group = _PerGroup(index, _grammars(SExprGrammar), **kwargs)
+    walker = GrammarLogitsProcessor(index, _grammars(SExprGrammar), num_beams=4, max_new_tokens=16)
+    gen = torch.Generator().manual_seed(12)
+    checked = 0
+    for ids in _walk(walker, 4 * len(QUESTIONS), 16, seed=0):
+        scores = torch.log_softmax(torch.randn(ids.shape[0], index.vocab_size, generator=gen), dim=-1).cuda()
+        ours = batched(ids.cuda(), scores.clone())
+        assert ours.device.type == "cuda"
+        assert torch.equal(ours.cpu(), per_group(ids, scores.cpu().clone()))
+        checked += 1
+    assert checked > 10
