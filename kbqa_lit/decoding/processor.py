@@ -102,6 +102,33 @@ class GrammarLogitsProcessor(LogitsProcessor):
         self._states_len = -1
         #: The last step's rows by prefix, beam scores and returned scores (the beam scores of the next step).
         self._last: tuple[dict[tuple[int, Any], int], torch.Tensor, torch.Tensor] | None = None
+        #: The beam search being followed (``follow_search``): which examples are finished.
+        self._progress: Any = None
+        self._idle_mask: torch.Tensor | None = None
+
+    def follow_search(self, progress: Any) -> None:
+        """Follow a beam search's progress (``None``: stop): rows of finished examples are not worked on.
+
+        ``progress.finished(batch)`` names the examples for which ``generate``'s stopping heuristic
+        holds: their finished beams are final, so what their running rows get can no longer reach the
+        output. Such rows get one fixed token that is not EOS (:meth:`_idle`), no grammar state and no
+        budget guard; every other row gets exactly what it got before. Set by
+        :func:`kbqa_lit.backbones.beam_cache.beam_search` for the length of one search.
+        """
+        self._progress = progress
+
+    def _finished(self, rows: int) -> frozenset[int]:
+        if self._progress is None or self.num_beams <= 1 or rows % self.num_beams:
+            return frozenset()
+        return self._progress.finished(rows // self.num_beams)
+
+    def _idle(self) -> torch.Tensor:
+        """The mask of a finished example's row: one token, neither EOS nor one that ends the search."""
+        if self._idle_mask is None:
+            pad = getattr(self.index.tokenizer, "pad_token_id", None)
+            token = next(t for t in (pad, 0, 1, 2) if t is not None and t != self.index.eos_id)
+            self._idle_mask = self.index.mask([int(token)])
+        return self._idle_mask
 
     def _tables_of(self, row: int) -> RowTables:
         example = row // self.num_beams
@@ -129,28 +156,36 @@ class GrammarLogitsProcessor(LogitsProcessor):
             state = tables.advance(prev, seq[-1])
         return state
 
-    def row_masks(self, input_ids: torch.LongTensor) -> torch.Tensor:
-        """The ``[rows, vocab]`` boolean mask of allowed next tokens (the budget guard's full check)."""
-        masks, guarded, _, _ = self._plan(input_ids)
+    def row_masks(self, input_ids: torch.LongTensor, finished: frozenset[int] = frozenset()) -> torch.Tensor:
+        """The ``[rows, vocab]`` boolean mask of allowed next tokens (the budget guard's full check).
+
+        Rows of the ``finished`` examples (see :meth:`follow_search`) get the idle mask.
+        """
+        masks, guarded, _, _ = self._plan(input_ids, finished)
         for r, tables, state, left in guarded:
             masks[r] = tables.budget_mask(state, left)
         return torch.stack(masks)
 
     def _plan(
-        self, input_ids: torch.LongTensor
-    ) -> tuple[list[torch.Tensor], list[Guarded], list[tuple[int, Any]], dict[tuple[int, Any], int]]:
+        self, input_ids: torch.LongTensor, finished: frozenset[int] = frozenset()
+    ) -> tuple[list[torch.Tensor], list[Guarded], list[tuple[int, Any] | None], dict[tuple[int, Any], int]]:
         """Each row's mask and state: what the budget guard and the beam scores need.
 
         Returns each row's grammar mask, the rows the budget guard must check, each row's
-        ``(example, tokens)`` and each such prefix's first row (a prefix met again reuses its state).
+        ``(example, tokens)`` (``None`` for rows of ``finished`` examples, which get the idle mask and
+        no state) and each such prefix's first row (a prefix met again reuses its state).
         """
         rows = input_ids.tolist()
         states: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
         first: dict[tuple[int, Any], int] = {}
         masks: list[torch.Tensor] = []
         guarded: list[Guarded] = []
-        keys: list[tuple[int, Any]] = []
+        keys: list[tuple[int, Any] | None] = []
         for r, ids in enumerate(rows):
+            if finished and r // self.num_beams in finished:
+                masks.append(self._idle())
+                keys.append(None)
+                continue
             tables = self._tables_of(r)
             seq = tuple(ids[self.prefix_length :])
             key = (r // self.num_beams, seq)
@@ -172,28 +207,35 @@ class GrammarLogitsProcessor(LogitsProcessor):
         self._states_len = len(rows[0]) - self.prefix_length if rows else -1
         return masks, guarded, keys, first
 
-    def _beam_scores(self, keys: list[tuple[int, Any]], first: dict[tuple[int, Any], int]) -> torch.Tensor | None:
+    def _beam_scores(
+        self, keys: list[tuple[int, Any] | None], first: dict[tuple[int, Any], int]
+    ) -> torch.Tensor | None:
         """Each row's running beam score as ``generate``'s beam search holds it (``None``: unknown).
 
         The search adds each step's processed scores (what this processor returned) to its beams'
         scores, so a row's score is its parent row's plus the returned score of its last token. At
         the first step every row of an example is the same prefix: the first counts (score 0), the
-        others never win (``-inf``), as in ``generate``. ``first`` is each prefix's first row.
+        others never win (``-inf``), as in ``generate``. ``first`` is each prefix's first row. Rows
+        of finished examples (``None`` keys) get ``-inf``: the guard never ranks them.
         """
-        rows = len(keys)
-        if all(not seq for _, seq in keys):
-            beam = torch.zeros(rows)
+        live = [(r, key) for r, key in enumerate(keys) if key is not None]
+        beam = torch.full((len(keys),), float("-inf"))
+        if not live:
+            return beam
+        at = torch.as_tensor([r for r, _ in live], dtype=torch.long)
+        if all(not seq for _, (_, seq) in live):
+            beam[at] = 0.0
         elif self._last is None:
             return None
         else:
             last_rows, last_beam, last_out = self._last
-            parents = [last_rows.get((ex, seq[:-1])) if seq else None for ex, seq in keys]
+            parents = [last_rows.get((ex, seq[:-1])) if seq else None for _, (ex, seq) in live]
             if any(p is None for p in parents):
                 return None
-            toks = torch.as_tensor([seq[-1] for _, seq in keys], dtype=torch.long)
+            toks = torch.as_tensor([seq[-1] for _, (_, seq) in live], dtype=torch.long)
             index = torch.as_tensor(parents, dtype=torch.long)
-            beam = last_beam[index] + last_out[index.to(last_out.device), toks.to(last_out.device)].float().cpu()
-        copies = [r for r, key in enumerate(keys) if first[key] != r]
+            beam[at] = last_beam[index] + last_out[index.to(last_out.device), toks.to(last_out.device)].float().cpu()
+        copies = [r for r, key in live if first[key] != r]
         if copies:
             beam[copies] = float("-inf")
         return beam
@@ -293,9 +335,10 @@ class GrammarLogitsProcessor(LogitsProcessor):
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         """Set the scores of disallowed tokens to ``-inf``."""
+        finished = self._finished(input_ids.shape[0])
         if self.budget_top_k is None:
-            return masked_scores(scores, self.row_masks(input_ids))
-        masks, guarded, keys, first = self._plan(input_ids)
+            return masked_scores(scores, self.row_masks(input_ids, finished))
+        masks, guarded, keys, first = self._plan(input_ids, finished)
         out = masked_scores(scores, torch.stack(masks))
         beam = self._beam_scores(keys, first) if self.num_beams > 1 else None
         if guarded and beam is None:  # each guarded row by itself

@@ -278,8 +278,10 @@ class MultitaskGenerator(LightningModule):
     def _generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **kwargs: Any) -> list[str]:
         tok = self._require_tokenizer()
         beams = 1 if "past_key_values" in kwargs else int(kwargs.get("num_beams", 1))
-        # beam search: one copy of each example's cross-attention keys and values, never reordered (same output)
-        with eval_mode(self.model), beam_search(self.model, beams) as cache:
+        # beam search: one copy of each example's cross-attention keys and values, never reordered, and the
+        # grammar told which examples are finished (same output)
+        processors = kwargs.get("logits_processor") or ()
+        with eval_mode(self.model), beam_search(self.model, beams, processors) as cache:
             seqs = self.model.generate(
                 input_ids=input_ids.to(self.device),
                 attention_mask=attention_mask.to(self.device),

@@ -8,6 +8,7 @@ import torch
 from kbqa_lit.backbones.beam_cache import (
     GROUPED,
     BeamSearchCache,
+    SearchProgress,
     SharedCrossCache,
     beam_grouped_attention,
     beam_search,
@@ -177,3 +178,35 @@ def test_grouped_attention_equals_repeated_keys_on_a_gpu(dtype: torch.dtype) -> 
     )
     tol = 1e-5 if dtype == torch.float32 else 2e-2
     assert torch.allclose(ours.float(), ref.float(), atol=tol, rtol=tol)
+
+
+class _Follower:
+    def __init__(self) -> None:
+        self.progress: list[object] = []
+
+    def follow_search(self, progress: object) -> None:
+        self.progress.append(progress)
+
+
+def test_processors_that_follow_get_the_search_progress_and_the_recorder_goes_after() -> None:
+    tok = build_tokenizer(train_texts=TEXTS, vocab_size=120)
+    model = build_seq2seq(config=TINY_T5, tokenizer=tok).eval()
+    outer, inner, bystander = _Follower(), _Follower(), object()
+    with beam_search(model, 4, [outer, bystander]):
+        assert "_check_early_stop_heuristic" in model.__dict__
+        with beam_search(model, 4, [inner]):
+            pass
+        assert "_check_early_stop_heuristic" in model.__dict__  # the outer search still records
+    assert "_check_early_stop_heuristic" not in model.__dict__
+    assert isinstance(outer.progress[0], SearchProgress) and outer.progress[1:] == [None]
+    assert inner.progress[0] is not outer.progress[0] and inner.progress[1:] == [None]
+    with beam_search(model, 1, [outer]):  # greedy search: nothing finishes early, nothing to follow
+        assert "_check_early_stop_heuristic" not in model.__dict__
+
+
+def test_search_progress_names_the_finished_examples() -> None:
+    progress = SearchProgress()
+    assert progress.finished(3) == frozenset()
+    progress.unfinished = torch.tensor([True, False, False])
+    assert progress.finished(3) == frozenset({1, 2})
+    assert progress.finished(4) == frozenset()  # another search's size
