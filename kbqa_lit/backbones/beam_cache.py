@@ -34,6 +34,8 @@ from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+from kbqa_lit.backbones.search_progress import SearchProgress, followed
+
 #: The name :func:`beam_grouped_attention` is registered under in ``transformers``' attention functions.
 GROUPED = "kbqa_beam_grouped"
 _SWITCH = threading.Lock()
@@ -41,11 +43,41 @@ _USERS: dict[int, int] = {}  # model id -> searches inside beam_search() now
 
 
 class BeamSearchCache(EncoderDecoderCache):
-    """An :class:`EncoderDecoderCache` whose beam reordering moves only the self-attention part."""
+    """An :class:`EncoderDecoderCache` whose beam reordering moves only the self-attention part.
+
+    With a :class:`SharedCrossCache` it can also hold fewer rows than the search has (:meth:`keep`):
+    the rows of finished examples are dropped and the model runs on the others
+    (:func:`~kbqa_lit.backbones.search_progress.followed`).
+    """
+
+    #: The search's rows this cache holds, in order (``None``: all of them).
+    rows: torch.Tensor | None = None
+    #: Each search row's position in this cache (``-1``: dropped); set with ``rows``.
+    _place: torch.Tensor | None = None
 
     def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
         """Reorder the self-attention cache; the cross-attention cache is the same for every beam of an example."""
+        if self.rows is not None and self._place is not None:  # a held row's parent is a held row of its example
+            beam_idx = self._place[beam_idx.to(self.rows.device).index_select(0, self.rows)]
         self.self_attention_cache.reorder_cache(beam_idx)
+
+    def keep(self, examples: list[int], num_beams: int, total_rows: int) -> None:
+        """Hold only the rows of ``examples`` (ascending, a subset of those held now) from here on.
+
+        Args:
+            examples: The search's example indices to keep.
+            num_beams: Rows per example (rows are ``example * num_beams + beam``).
+            total_rows: The search's rows (batch x beams).
+        """
+        device = self.self_attention_cache.layers[0].keys.device
+        ex = torch.as_tensor(examples, dtype=torch.long, device=device)
+        rows = (ex[:, None] * num_beams + torch.arange(num_beams, device=device)).flatten()
+        at = rows if self._place is None else self._place[rows]
+        self.self_attention_cache.batch_select_indices(at)
+        self.cross_attention_cache.batch_select_indices(at[::num_beams] // num_beams)
+        place = torch.full((total_rows,), -1, dtype=torch.long, device=device)
+        place[rows] = torch.arange(rows.numel(), device=device)
+        self.rows, self._place = rows, place
 
 
 class SharedCrossCache(DynamicCache):
@@ -133,74 +165,6 @@ def _takes_cache(model: Any, num_beams: int) -> bool:
     return num_beams > 1 and bool(getattr(config, "is_encoder_decoder", False) and getattr(config, "use_cache", True))
 
 
-class SearchProgress:
-    """Which examples of a running beam search are finished: ``generate``'s stopping heuristic holds for them.
-
-    ``generate`` decides after every step, per example, whether a running beam can still beat the
-    finished ones (``_check_early_stop_heuristic``); once not, the example's finished beams are final
-    and its rows keep being decoded only because the batch goes on. :func:`beam_search` records that
-    decision here for the logits processors that follow the search (``follow_search``), which can
-    then skip such rows' work: what they get no longer reaches the output.
-    """
-
-    def __init__(self) -> None:
-        self.unfinished: torch.Tensor | None = None  # [batch] booleans after the last step; None before the first
-
-    def finished(self, batch: int) -> frozenset[int]:
-        """The finished examples of a ``batch``-example search (none when unknown or of another size)."""
-        flags = self.unfinished
-        if flags is None or flags.numel() != batch:
-            return frozenset()
-        return frozenset(i for i, going in enumerate(flags.tolist()) if not going)
-
-
-_LOCAL = threading.local()  # .progress: this thread's followed searches, innermost last
-_RECORDERS: dict[int, int] = {}  # model id -> searches with processors to tell
-
-
-def _recording(check: Any) -> Any:
-    """``generate``'s stopping heuristic, its per-example answer also written to this thread's innermost search."""
-
-    def recorded(*args: Any, **kwargs: Any) -> torch.Tensor:
-        unfinished = check(*args, **kwargs)
-        stack = getattr(_LOCAL, "progress", None)
-        if stack:
-            stack[-1].unfinished = unfinished.reshape(-1).detach()
-        return unfinished
-
-    return recorded
-
-
-@contextmanager
-def _followed(model: Any, num_beams: int, processors: Sequence[Any]) -> Iterator[None]:
-    """Tell ``processors`` that follow searches (``follow_search``) which examples of this one are finished."""
-    followers = [p for p in processors if callable(getattr(p, "follow_search", None))]
-    check = getattr(type(model), "_check_early_stop_heuristic", None)
-    if num_beams <= 1 or not followers or check is None:
-        yield
-        return
-    progress = SearchProgress()
-    with _SWITCH:
-        if not _RECORDERS.get(id(model)):
-            model._check_early_stop_heuristic = _recording(check)  # the instance's, over the class's static method
-        _RECORDERS[id(model)] = _RECORDERS.get(id(model), 0) + 1
-    stack = _LOCAL.__dict__.setdefault("progress", [])
-    stack.append(progress)
-    for p in followers:
-        p.follow_search(progress)
-    try:
-        yield
-    finally:
-        for p in followers:
-            p.follow_search(None)
-        stack.remove(progress)
-        with _SWITCH:
-            _RECORDERS[id(model)] -= 1
-            if not _RECORDERS[id(model)]:
-                del _RECORDERS[id(model)]
-                model.__dict__.pop("_check_early_stop_heuristic", None)
-
-
 @contextmanager
 def beam_search(model: Any, num_beams: int, processors: Sequence[Any] = ()) -> Iterator[dict[str, Any]]:
     """Within: the ``generate`` keyword arguments of :func:`beam_search_cache`, one cross-attention copy per example.
@@ -210,10 +174,15 @@ def beam_search(model: Any, num_beams: int, processors: Sequence[Any] = ()) -> I
     any other attention (``eager``, flash kernels) keeps its own and every row, as before. The logits
     ``processors`` of the search that can follow it (a ``follow_search(progress)`` method, such as
     :class:`~kbqa_lit.decoding.processor.GrammarLogitsProcessor`) are told which examples are finished
-    (:class:`SearchProgress`) while it runs.
+    (:class:`~kbqa_lit.backbones.search_progress.SearchProgress`) while it runs, and with the shared
+    cross-attention cache the model stops computing finished examples' rows
+    (:func:`~kbqa_lit.backbones.search_progress.followed`).
     """
-    with _followed(model, num_beams, processors), _beam_search(model, num_beams) as kwargs:
-        yield kwargs
+    with _beam_search(model, num_beams) as kwargs:
+        cache = kwargs.get("past_key_values")
+        shared = isinstance(cache, BeamSearchCache) and isinstance(cache.cross_attention_cache, SharedCrossCache)
+        with followed(model, num_beams, processors, cache if shared else None):
+            yield kwargs
 
 
 @contextmanager

@@ -205,7 +205,7 @@ def test_processors_that_follow_get_the_search_progress_and_the_recorder_goes_af
 
 
 def test_search_progress_names_the_finished_examples() -> None:
-    progress = SearchProgress()
+    progress = SearchProgress(3)
     assert progress.finished(3) == frozenset()
     progress.unfinished = torch.tensor([True, False, False])
     assert progress.finished(3) == frozenset({1, 2})

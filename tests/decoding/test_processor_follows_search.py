@@ -40,7 +40,7 @@ def test_finished_examples_rows_get_the_idle_mask_and_the_rest_is_unchanged() ->
     beams = 3
     plain = GrammarLogitsProcessor(index, _grammars(SExprGrammar), num_beams=beams, max_new_tokens=20)
     following = GrammarLogitsProcessor(index, _grammars(SExprGrammar), num_beams=beams, max_new_tokens=20)
-    progress = SearchProgress()
+    progress = SearchProgress(3)
     following.follow_search(progress)
     progress.unfinished = torch.tensor([True, False, True, True, False])  # examples 1 and 4 are finished
     for ids in _walk(plain, beams * len(QUESTIONS), 12, seed=1):
@@ -57,7 +57,10 @@ def test_finished_examples_rows_get_the_idle_mask_and_the_rest_is_unchanged() ->
 
 
 def test_a_search_followed_returns_the_same_beams_and_skips_finished_examples() -> None:
-    """A tiny T5 trained to write forms of different lengths: examples finish early, the beams are the same."""
+    """A tiny T5 trained to write forms of different lengths: examples finish early, the beams are the same.
+
+    Followed, the processor skips finished examples' rows and the model runs only the others.
+    """
     tok = _tok()
     index = TokenIndex(tok)
     torch.manual_seed(0)
@@ -71,7 +74,7 @@ def test_a_search_followed_returns_the_same_beams_and_skips_finished_examples() 
         opt.step()
         opt.zero_grad()
     model.eval()
-    outs, skipped = [], []
+    outs, skipped, held = [], [], []
     for follow in (False, True):
         processor = GrammarLogitsProcessor(
             index, _grammars(SExprGrammar), num_beams=4, max_new_tokens=40, budget_top_k=8
@@ -83,8 +86,11 @@ def test_a_search_followed_returns_the_same_beams_and_skips_finished_examples() 
                                        early_stopping=False, logits_processor=LogitsProcessorList([processor]),
                                        output_scores=True, return_dict_in_generate=True, **extra))  # fmt: skip
         assert "_check_early_stop_heuristic" not in model.__dict__  # the recorder is gone after the search
+        assert "forward" not in model.__dict__
         assert processor._progress is None
+        held.append(extra["past_key_values"].rows)
     assert torch.equal(outs[0].sequences, outs[1].sequences)
     assert torch.equal(outs[0].sequences_scores, outs[1].sequences_scores)
     assert max(skipped) >= 2  # examples finished before the search ended, and their rows were skipped
+    assert held[1] is not None and held[1].numel() < 5 * 4  # and the model stopped running them
     assert tok.batch_decode(outs[1].sequences[::4], skip_special_tokens=True) == TARGETS

@@ -1,0 +1,54 @@
+"""A followed beam search drops finished examples' rows and returns what ``generate`` returns."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kbqa_lit.backbones.beam_cache import beam_search
+from kbqa_lit.backbones.seq2seq import build_seq2seq, build_tokenizer
+from tests.helpers.tiny import TINY_BERT, TINY_T5
+
+SOURCES = ["where is he from", "who made the film", "how many places", "who", "films of the director of canada"]
+#: Targets of different lengths, so a trained model's searches end at different steps.
+TARGETS = [
+    "( join nationality [E0] )",
+    "( join ( reverse directed by ) [E0] )",
+    "( count ( join contains [E0] ) )",
+    "person",
+    "( and film ( join ( reverse directed by ) ( join ( reverse director ) [E0] ) ) )",
+]
+
+
+def _trained(backbone: str):
+    tok = build_tokenizer(train_texts=(SOURCES + TARGETS) * 10, vocab_size=120, extra_tokens=("[E0]",))
+    torch.manual_seed(0)
+    config = TINY_T5 if backbone == "t5" else TINY_BERT
+    model = build_seq2seq(config=config, tokenizer=tok, backbone=backbone)
+    enc = tok(SOURCES, return_tensors="pt", padding=True)
+    labels = tok(TARGETS, return_tensors="pt", padding=True).input_ids
+    labels[labels == tok.pad_token_id] = -100
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for _ in range(150):
+        model(**enc, labels=labels).loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return tok, model.eval(), enc
+
+
+@pytest.mark.parametrize("backbone", ["t5", "encoder-decoder"])
+def test_free_search_drops_finished_rows_and_returns_generates_beams(backbone: str) -> None:
+    tok, model, enc = _trained(backbone)
+    args = {"num_beams": 4, "num_return_sequences": 4, "max_new_tokens": 30, "do_sample": False,
+            "early_stopping": False, "output_scores": True, "return_dict_in_generate": True}  # fmt: skip
+    with torch.no_grad():
+        plain = model.generate(**enc, **args)
+        with beam_search(model, 4) as extra:
+            ours = model.generate(**enc, **args, **extra)
+    cache = extra["past_key_values"]
+    assert torch.equal(plain.sequences, ours.sequences)
+    assert torch.allclose(plain.sequences_scores, ours.sequences_scores, atol=1e-5)
+    assert cache.rows is not None and cache.rows.numel() < len(SOURCES) * 4  # finished examples were dropped
+    assert cache.self_attention_cache.layers[0].keys.shape[0] == cache.rows.numel()
+    assert "forward" not in model.__dict__ and "_check_early_stop_heuristic" not in model.__dict__
+    assert tok.batch_decode(ours.sequences[::4], skip_special_tokens=True)[0] == TARGETS[0]
