@@ -97,7 +97,8 @@ def _compacting(forward: Any) -> Any:
     def run(*args: Any, **kwargs: Any) -> Any:
         progress = _innermost()
         ids = kwargs.get("decoder_input_ids")
-        if args or progress is None or ids is None or kwargs.get("past_key_values") is not progress.cache:
+        asks_more = kwargs.get("output_attentions") or kwargs.get("output_hidden_states")  # row-shaped extras
+        if args or asks_more or progress is None or ids is None or kwargs.get("past_key_values") is not progress.cache:
             return forward(*args, **kwargs)
         rows = ids.shape[0]
         held = _held_rows(progress, rows)

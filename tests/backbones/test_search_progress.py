@@ -7,6 +7,7 @@ import torch
 
 from kbqa_lit.backbones.beam_cache import beam_search
 from kbqa_lit.backbones.seq2seq import build_seq2seq, build_tokenizer
+from tests.helpers.run_if import run_if
 from tests.helpers.tiny import TINY_BERT, TINY_T5
 
 SOURCES = ["where is he from", "who made the film", "how many places", "who", "films of the director of canada"]
@@ -52,3 +53,22 @@ def test_free_search_drops_finished_rows_and_returns_generates_beams(backbone: s
     assert cache.self_attention_cache.layers[0].keys.shape[0] == cache.rows.numel()
     assert "forward" not in model.__dict__ and "_check_early_stop_heuristic" not in model.__dict__
     assert tok.batch_decode(ours.sequences[::4], skip_special_tokens=True)[0] == TARGETS[0]
+
+
+@pytest.mark.gpu
+@run_if(cuda=True)
+@pytest.mark.parametrize("backbone", ["t5", "encoder-decoder"])
+def test_finished_rows_are_dropped_on_a_gpu(backbone: str) -> None:
+    """On CUDA: the caches' row bookkeeping stays on the device, and the beams are ``generate``'s."""
+    tok, model, enc = _trained(backbone)
+    model, enc = model.cuda(), enc.to("cuda")
+    args = {"num_beams": 4, "num_return_sequences": 4, "max_new_tokens": 30, "do_sample": False,
+            "early_stopping": False, "output_scores": True, "return_dict_in_generate": True}  # fmt: skip
+    with torch.no_grad():
+        plain = model.generate(**enc, **args)
+        with beam_search(model, 4) as extra:
+            ours = model.generate(**enc, **args, **extra)
+    cache = extra["past_key_values"]
+    assert cache.rows is not None and cache.rows.device.type == "cuda"
+    assert torch.equal(plain.sequences, ours.sequences)
+    assert torch.allclose(plain.sequences_scores, ours.sequences_scores, atol=1e-4)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from transformers import LogitsProcessorList
 
@@ -11,6 +12,7 @@ from kbqa_lit.decoding.grammar import SExprGrammar
 from kbqa_lit.decoding.processor import GrammarLogitsProcessor
 from kbqa_lit.decoding.tokens import TokenIndex
 from tests.decoding.test_processor_speed_paths import QUESTIONS, SLOTS, TEXTS, _grammars, _walk
+from tests.helpers.run_if import run_if
 from tests.helpers.tiny import TINY_T5
 
 SOURCES = [
@@ -61,6 +63,16 @@ def test_a_search_followed_returns_the_same_beams_and_skips_finished_examples() 
 
     Followed, the processor skips finished examples' rows and the model runs only the others.
     """
+    _followed_search_equals_generate("cpu")
+
+
+@pytest.mark.gpu
+@run_if(cuda=True)
+def test_a_search_followed_returns_the_same_beams_on_a_gpu() -> None:
+    _followed_search_equals_generate("cuda")
+
+
+def _followed_search_equals_generate(device: str) -> None:
     tok = _tok()
     index = TokenIndex(tok)
     torch.manual_seed(0)
@@ -73,7 +85,7 @@ def test_a_search_followed_returns_the_same_beams_and_skips_finished_examples() 
         model(**enc, labels=labels).loss.backward()
         opt.step()
         opt.zero_grad()
-    model.eval()
+    model, enc = model.eval().to(device), enc.to(device)
     outs, skipped, held = [], [], []
     for follow in (False, True):
         processor = GrammarLogitsProcessor(
