@@ -81,13 +81,15 @@ def test_one_cross_attention_copy_per_example_gives_the_same_beams() -> None:
     assert cache.self_attention_cache.layers[0].keys.shape[0] == 15
 
 
-def test_grouped_attention_equals_attention_over_repeated_keys() -> None:
+def _grouped_and_repeated(shape: tuple[int, ...], pad_from: int, device: str = "cpu", dtype=torch.float32):
+    """Grouped attention against one key row per example, and the same over keys repeated per beam."""
+    groups, beams, heads, source, dim = shape
     torch.manual_seed(0)
-    groups, beams, heads, source, dim = 3, 4, 2, 7, 8
-    query = torch.randn(groups * beams, heads, 1, dim)
-    key, value = torch.randn(groups, heads, source, dim), torch.randn(groups, heads, source, dim)
-    mask = torch.zeros(groups, 1, 1, source)
-    mask[1, ..., 5:] = torch.finfo(torch.float32).min  # the second example's padding
+    query = torch.randn(groups * beams, heads, 1, dim, device=device, dtype=dtype)
+    key = torch.randn(groups, heads, source, dim, device=device, dtype=dtype)
+    value = torch.randn(groups, heads, source, dim, device=device, dtype=dtype)
+    mask = torch.zeros(groups, 1, 1, source, device=device, dtype=dtype)
+    mask[1, ..., pad_from:] = torch.finfo(dtype).min  # the second example's padding
     mask = mask.repeat_interleave(beams, 0)
     module = torch.nn.Module()
     module.is_causal = False
@@ -95,10 +97,16 @@ def test_grouped_attention_equals_attention_over_repeated_keys() -> None:
     ref, _ = beam_grouped_attention(
         module, query, key.repeat_interleave(beams, 0), value.repeat_interleave(beams, 0), mask, scaling=dim**-0.5
     )
+    unmasked, _ = beam_grouped_attention(module, query, key, value, torch.zeros_like(mask), scaling=dim**-0.5)
+    return ours, ref, unmasked
+
+
+def test_grouped_attention_equals_attention_over_repeated_keys() -> None:
+    groups, beams, heads, dim = 3, 4, 2, 8
+    ours, ref, unmasked = _grouped_and_repeated((groups, beams, heads, 7, dim), pad_from=5)
     assert ours.shape == ref.shape == (groups * beams, 1, heads, dim)
     assert torch.allclose(ours, ref, atol=1e-6)
-    padded = beam_grouped_attention(module, query, key, value, torch.zeros_like(mask), scaling=dim**-0.5)[0]
-    assert not torch.allclose(padded[beams : 2 * beams], ours[beams : 2 * beams])  # the mask reaches its example
+    assert not torch.allclose(unmasked[beams : 2 * beams], ours[beams : 2 * beams])  # the mask reaches its example
 
 
 def test_other_attention_keeps_every_row() -> None:
@@ -161,21 +169,7 @@ def test_one_cross_attention_copy_gives_the_same_beams_on_a_gpu(num_beams: int) 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_grouped_attention_equals_repeated_keys_on_a_gpu(dtype: torch.dtype) -> None:
     """The grouped query against one key row per example equals sdpa over repeated keys, padding masks included."""
-    torch.manual_seed(0)
-    groups, beams, heads, source, dim = 4, 10, 12, 320, 64
-    device = torch.device("cuda")
-    query = torch.randn(groups * beams, heads, 1, dim, device=device, dtype=dtype)
-    key = torch.randn(groups, heads, source, dim, device=device, dtype=dtype)
-    value = torch.randn(groups, heads, source, dim, device=device, dtype=dtype)
-    mask = torch.zeros(groups, 1, 1, source, device=device, dtype=dtype)
-    mask[1, ..., 200:] = torch.finfo(dtype).min
-    mask = mask.repeat_interleave(beams, 0)
-    module = torch.nn.Module()
-    module.is_causal = False
-    ours, _ = beam_grouped_attention(module, query, key, value, mask, scaling=dim**-0.5)
-    ref, _ = beam_grouped_attention(
-        module, query, key.repeat_interleave(beams, 0), value.repeat_interleave(beams, 0), mask, scaling=dim**-0.5
-    )
+    ours, ref, _ = _grouped_and_repeated((4, 10, 12, 320, 64), pad_from=200, device="cuda", dtype=dtype)
     tol = 1e-5 if dtype == torch.float32 else 2e-2
     assert torch.allclose(ours.float(), ref.float(), atol=tol, rtol=tol)
 

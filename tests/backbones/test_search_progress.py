@@ -7,6 +7,7 @@ import torch
 
 from kbqa_lit.backbones.beam_cache import beam_search
 from kbqa_lit.backbones.seq2seq import build_seq2seq, build_tokenizer
+from tests.helpers.memorise import memorise
 from tests.helpers.run_if import run_if
 from tests.helpers.tiny import TINY_BERT, TINY_T5
 
@@ -24,29 +25,26 @@ TARGETS = [
 def _trained(backbone: str):
     tok = build_tokenizer(train_texts=(SOURCES + TARGETS) * 10, vocab_size=120, extra_tokens=("[E0]",))
     torch.manual_seed(0)
-    config = TINY_T5 if backbone == "t5" else TINY_BERT
-    model = build_seq2seq(config=config, tokenizer=tok, backbone=backbone)
-    enc = tok(SOURCES, return_tensors="pt", padding=True)
-    labels = tok(TARGETS, return_tensors="pt", padding=True).input_ids
-    labels[labels == tok.pad_token_id] = -100
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    for _ in range(150):
-        model(**enc, labels=labels).loss.backward()
-        opt.step()
-        opt.zero_grad()
-    return tok, model.eval(), enc
+    model = build_seq2seq(config=TINY_T5 if backbone == "t5" else TINY_BERT, tokenizer=tok, backbone=backbone)
+    enc = memorise(model, tok, SOURCES, TARGETS)
+    return tok, model, enc
 
 
-@pytest.mark.parametrize("backbone", ["t5", "encoder-decoder"])
-def test_free_search_drops_finished_rows_and_returns_generates_beams(backbone: str) -> None:
-    tok, model, enc = _trained(backbone)
+def _plain_and_followed(model, enc):
+    """``generate`` alone, then inside ``beam_search()``: both outputs and the second search's cache."""
     args = {"num_beams": 4, "num_return_sequences": 4, "max_new_tokens": 30, "do_sample": False,
             "early_stopping": False, "output_scores": True, "return_dict_in_generate": True}  # fmt: skip
     with torch.no_grad():
         plain = model.generate(**enc, **args)
         with beam_search(model, 4) as extra:
             ours = model.generate(**enc, **args, **extra)
-    cache = extra["past_key_values"]
+    return plain, ours, extra["past_key_values"]
+
+
+@pytest.mark.parametrize("backbone", ["t5", "encoder-decoder"])
+def test_free_search_drops_finished_rows_and_returns_generates_beams(backbone: str) -> None:
+    tok, model, enc = _trained(backbone)
+    plain, ours, cache = _plain_and_followed(model, enc)
     assert torch.equal(plain.sequences, ours.sequences)
     assert torch.allclose(plain.sequences_scores, ours.sequences_scores, atol=1e-5)
     assert cache.rows is not None and cache.rows.numel() < len(SOURCES) * 4  # finished examples were dropped
@@ -61,14 +59,7 @@ def test_free_search_drops_finished_rows_and_returns_generates_beams(backbone: s
 def test_finished_rows_are_dropped_on_a_gpu(backbone: str) -> None:
     """On CUDA: the caches' row bookkeeping stays on the device, and the beams are ``generate``'s."""
     tok, model, enc = _trained(backbone)
-    model, enc = model.cuda(), enc.to("cuda")
-    args = {"num_beams": 4, "num_return_sequences": 4, "max_new_tokens": 30, "do_sample": False,
-            "early_stopping": False, "output_scores": True, "return_dict_in_generate": True}  # fmt: skip
-    with torch.no_grad():
-        plain = model.generate(**enc, **args)
-        with beam_search(model, 4) as extra:
-            ours = model.generate(**enc, **args, **extra)
-    cache = extra["past_key_values"]
+    plain, ours, cache = _plain_and_followed(model.cuda(), enc.to("cuda"))
     assert cache.rows is not None and cache.rows.device.type == "cuda"
     assert torch.equal(plain.sequences, ours.sequences)
     assert torch.allclose(plain.sequences_scores, ours.sequences_scores, atol=1e-4)

@@ -12,6 +12,7 @@ from kbqa_lit.decoding.grammar import SExprGrammar
 from kbqa_lit.decoding.processor import GrammarLogitsProcessor
 from kbqa_lit.decoding.tokens import TokenIndex
 from tests.decoding.test_processor_speed_paths import QUESTIONS, SLOTS, TEXTS, _grammars, _walk
+from tests.helpers.memorise import memorise
 from tests.helpers.run_if import run_if
 from tests.helpers.tiny import TINY_T5
 
@@ -77,14 +78,7 @@ def _followed_search_equals_generate(device: str) -> None:
     index = TokenIndex(tok)
     torch.manual_seed(0)
     model = build_seq2seq(config=TINY_T5, tokenizer=tok)
-    enc = tok(SOURCES, return_tensors="pt", padding=True)
-    labels = tok(TARGETS, return_tensors="pt", padding=True).input_ids
-    labels[labels == tok.pad_token_id] = -100
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    for _ in range(150):
-        model(**enc, labels=labels).loss.backward()
-        opt.step()
-        opt.zero_grad()
+    enc = memorise(model, tok, SOURCES, TARGETS)
     model, enc = model.eval().to(device), enc.to(device)
     outs, skipped, held = [], [], []
     for follow in (False, True):
