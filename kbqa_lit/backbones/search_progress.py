@@ -31,7 +31,8 @@ from transformers.modeling_outputs import BaseModelOutput
 
 _SWITCH = threading.Lock()
 _LOCAL = threading.local()  # .progress: this thread's followed searches, innermost last
-_INSTALLED: dict[int, int] = {}  # model id -> followed searches on it now
+_INSTALLED: dict[int, list[Any]] = {}  # model id -> [followed searches on it now, its own instance attributes]
+_ABSENT = object()
 
 
 class SearchProgress:
@@ -134,16 +135,19 @@ def followed(model: Any, num_beams: int, processors: Sequence[Any] = (), cache: 
             cross-attention cache, to drop finished examples' rows from; ``None``: the model runs every row.
     """
     followers = [p for p in processors if callable(getattr(p, "follow_search", None))]
-    check = getattr(type(model), "_check_early_stop_heuristic", None)
+    check = getattr(model, "_check_early_stop_heuristic", None)
     if num_beams <= 1 or check is None or not (followers or cache is not None):
         yield
         return
     progress = SearchProgress(num_beams, cache)
     with _SWITCH:
-        if not _INSTALLED.get(id(model)):  # instance attributes, over the class's static method and forward
-            model._check_early_stop_heuristic = _recording(check)
-            model.forward = _compacting(type(model).forward.__get__(model))
-        _INSTALLED[id(model)] = _INSTALLED.get(id(model), 0) + 1
+        installed = _INSTALLED.get(id(model))
+        if installed is None:  # instance attributes over the class's; an instance's own (a device-map hook) wrapped
+            own = {name: model.__dict__.get(name, _ABSENT) for name in ("_check_early_stop_heuristic", "forward")}
+            model._check_early_stop_heuristic = _recording(model._check_early_stop_heuristic)
+            model.forward = _compacting(model.forward)
+            installed = _INSTALLED[id(model)] = [0, own]
+        installed[0] += 1
     stack = _LOCAL.__dict__.setdefault("progress", [])
     stack.append(progress)
     for p in followers:
@@ -155,11 +159,15 @@ def followed(model: Any, num_beams: int, processors: Sequence[Any] = (), cache: 
             p.follow_search(None)
         stack.remove(progress)
         with _SWITCH:
-            _INSTALLED[id(model)] -= 1
-            if not _INSTALLED[id(model)]:
+            installed = _INSTALLED[id(model)]
+            installed[0] -= 1
+            if not installed[0]:
                 del _INSTALLED[id(model)]
-                model.__dict__.pop("_check_early_stop_heuristic", None)
-                model.__dict__.pop("forward", None)
+                for name, value in installed[1].items():  # the instance's own attributes back, or none
+                    if value is _ABSENT:
+                        model.__dict__.pop(name, None)
+                    else:
+                        setattr(model, name, value)
 
 
 __all__ = ["SearchProgress", "followed"]

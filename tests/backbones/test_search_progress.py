@@ -63,3 +63,20 @@ def test_finished_rows_are_dropped_on_a_gpu(backbone: str) -> None:
     assert cache.rows is not None and cache.rows.device.type == "cuda"
     assert torch.equal(plain.sequences, ours.sequences)
     assert torch.allclose(plain.sequences_scores, ours.sequences_scores, atol=1e-4)
+
+
+def test_an_instances_own_forward_is_wrapped_and_given_back() -> None:
+    """A forward set on the instance (as device-map hooks set it) runs inside the search and stays after it."""
+    tok, model, enc = _trained("t5")
+    calls: list[int] = []
+    own = model.forward
+
+    def hooked(*args, **kwargs):
+        calls.append(kwargs["decoder_input_ids"].shape[0] if "decoder_input_ids" in kwargs else -1)
+        return own(*args, **kwargs)
+
+    model.forward = hooked
+    plain, ours, cache = _plain_and_followed(model, enc)
+    assert model.__dict__["forward"] is hooked and "_check_early_stop_heuristic" not in model.__dict__
+    assert torch.equal(plain.sequences, ours.sequences)
+    assert min(calls) < len(SOURCES) * 4 == max(calls)  # the hook saw the full rows, then only the held ones
