@@ -24,8 +24,7 @@ example is done. Three costs follow, and all are removed here without changing t
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -35,12 +34,10 @@ from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from kbqa_lit.backbones.search_progress import SearchProgress, followed
+from kbqa_lit.backbones.search_progress import SearchProgress, followed, switched
 
 #: The name :func:`beam_grouped_attention` is registered under in ``transformers``' attention functions.
 GROUPED = "kbqa_beam_grouped"
-_SWITCH = threading.Lock()
-_USERS: dict[int, int] = {}  # model id -> searches inside beam_search() now
 
 
 class BeamSearchCache(EncoderDecoderCache):
@@ -188,27 +185,20 @@ def beam_search(model: Any, num_beams: int, processors: Sequence[Any] = ()) -> I
 
 @contextmanager
 def _beam_search(model: Any, num_beams: int) -> Iterator[dict[str, Any]]:
-    with _SWITCH:
-        implementation = getattr(getattr(model, "config", None), "_attn_implementation", None)
-        grouped = _takes_cache(model, num_beams) and implementation in ("sdpa", GROUPED)
-        if grouped and implementation == "sdpa":
-            try:
-                model.set_attn_implementation(GROUPED)
-            except (ValueError, KeyError, AttributeError):  # a model that takes no custom attention: as before
-                grouped = False
-        if grouped:  # searches at once on one model (threads) share the switch; the last one out restores sdpa
-            _USERS[id(model)] = _USERS.get(id(model), 0) + 1
-    if not grouped:
+    implementation = getattr(getattr(model, "config", None), "_attn_implementation", None)
+    if not (_takes_cache(model, num_beams) and implementation in ("sdpa", GROUPED)):
         yield beam_search_cache(model, num_beams)
         return
-    try:
-        yield beam_search_cache(model, num_beams, shared_cross=True)
-    finally:
-        with _SWITCH:
-            _USERS[id(model)] -= 1
-            if not _USERS[id(model)]:
-                del _USERS[id(model)]
-                model.set_attn_implementation("sdpa")
+
+    def grouped_on() -> Callable[[], None] | None:
+        try:
+            model.set_attn_implementation(GROUPED)
+        except (ValueError, KeyError, AttributeError):  # a model that takes no custom attention: as before
+            return None
+        return lambda: model.set_attn_implementation("sdpa")
+
+    with switched(model, "grouped attention", grouped_on) as grouped:
+        yield beam_search_cache(model, num_beams, shared_cross=grouped)
 
 
 __all__ = [

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -30,9 +30,40 @@ import torch
 from transformers.modeling_outputs import BaseModelOutput
 
 _SWITCH = threading.Lock()
+_ON: dict[tuple[int, str], list[Any]] = {}  # (model id, what) -> [searches using it now, how to switch it off]
 _LOCAL = threading.local()  # .progress: this thread's followed searches, innermost last
-_INSTALLED: dict[int, list[Any]] = {}  # model id -> [followed searches on it now, its own instance attributes]
 _ABSENT = object()
+
+
+@contextmanager
+def switched(model: Any, what: str, switch_on: Callable[[], Callable[[], None] | None]) -> Iterator[bool]:
+    """Within: ``what`` is on for ``model``, switched on by the first search that asks, off by the last to end.
+
+    Searches at once on one model (threads, nested searches) share it. ``switch_on`` switches it on
+    and returns how to switch it off, or ``None`` when the model refuses it (then nothing changes).
+
+    Yields:
+        Whether it is on.
+    """
+    key = (id(model), what)
+    with _SWITCH:
+        entry = _ON.get(key)
+        if entry is None:
+            off = switch_on()
+            entry = None if off is None else _ON.setdefault(key, [0, off])
+        if entry is not None:
+            entry[0] += 1
+    if entry is None:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        with _SWITCH:
+            entry[0] -= 1
+            if not entry[0]:
+                del _ON[key]
+                entry[1]()
 
 
 class SearchProgress:
@@ -46,14 +77,23 @@ class SearchProgress:
     def __init__(self, num_beams: int, cache: Any = None) -> None:
         self.num_beams = int(num_beams)
         self.cache = cache
-        self.unfinished: torch.Tensor | None = None  # [batch] booleans after the last step; None before the first
+        self._unfinished: torch.Tensor | None = None
+        self._finished: frozenset[int] = frozenset()
+
+    @property
+    def unfinished(self) -> torch.Tensor | None:
+        """``[batch]`` booleans after the last step (``None`` before the first): whose beams may still change."""
+        return self._unfinished
+
+    @unfinished.setter
+    def unfinished(self, flags: torch.Tensor | None) -> None:
+        self._unfinished = flags  # read once per step here, for every reader of finished()
+        self._finished = frozenset() if flags is None else frozenset(i for i, on in enumerate(flags.tolist()) if not on)
 
     def finished(self, batch: int) -> frozenset[int]:
         """The finished examples of a ``batch``-example search (none when unknown or of another size)."""
-        flags = self.unfinished
-        if flags is None or flags.numel() != batch:
-            return frozenset()
-        return frozenset(i for i, going in enumerate(flags.tolist()) if not going)
+        flags = self._unfinished
+        return self._finished if flags is not None and flags.numel() == batch else frozenset()
 
 
 def _innermost() -> SearchProgress | None:
@@ -140,34 +180,37 @@ def followed(model: Any, num_beams: int, processors: Sequence[Any] = (), cache: 
         yield
         return
     progress = SearchProgress(num_beams, cache)
-    with _SWITCH:
-        installed = _INSTALLED.get(id(model))
-        if installed is None:  # instance attributes over the class's; an instance's own (a device-map hook) wrapped
-            own = {name: model.__dict__.get(name, _ABSENT) for name in ("_check_early_stop_heuristic", "forward")}
-            model._check_early_stop_heuristic = _recording(model._check_early_stop_heuristic)
-            model.forward = _compacting(model.forward)
-            installed = _INSTALLED[id(model)] = [0, own]
-        installed[0] += 1
     stack = _LOCAL.__dict__.setdefault("progress", [])
-    stack.append(progress)
-    for p in followers:
-        p.follow_search(progress)
-    try:
-        yield
-    finally:
+    with switched(model, "followed", lambda: _install(model)):
+        stack.append(progress)
         for p in followers:
-            p.follow_search(None)
-        stack.remove(progress)
-        with _SWITCH:
-            installed = _INSTALLED[id(model)]
-            installed[0] -= 1
-            if not installed[0]:
-                del _INSTALLED[id(model)]
-                for name, value in installed[1].items():  # the instance's own attributes back, or none
-                    if value is _ABSENT:
-                        model.__dict__.pop(name, None)
-                    else:
-                        setattr(model, name, value)
+            p.follow_search(progress)
+        try:
+            yield
+        finally:
+            for p in followers:
+                p.follow_search(None)
+            stack.remove(progress)
 
 
-__all__ = ["SearchProgress", "followed"]
+def _install(model: Any) -> Callable[[], None]:
+    """The recorder and the row-dropping ``forward`` as instance attributes; returns how to remove them.
+
+    They go over the class's methods, or wrap the instance's own (a device-map hook's ``forward``),
+    which are given back after.
+    """
+    own = {name: model.__dict__.get(name, _ABSENT) for name in ("_check_early_stop_heuristic", "forward")}
+    model._check_early_stop_heuristic = _recording(model._check_early_stop_heuristic)
+    model.forward = _compacting(model.forward)
+
+    def remove() -> None:
+        for name, value in own.items():
+            if value is _ABSENT:
+                model.__dict__.pop(name, None)
+            else:
+                setattr(model, name, value)
+
+    return remove
+
+
+__all__ = ["SearchProgress", "followed", "switched"]
