@@ -16,8 +16,10 @@ tokenizer, each token's text, whether it starts a word, each closed word's token
 such a word, as boolean masks.
 
 Per row the processor keeps ``(grammar state, tokens of the unfinished word)``, derived from
-``input_ids`` alone (beam search reorders rows; states are cached by the prefix of token ids,
-and an unknown prefix is replayed from the start). The allowed next tokens of a state are
+``input_ids`` alone: beam search reorders rows, so each row's parent is found among the last
+call's rows and its state advanced by one token (states are interned to small numbers,
+:mod:`~kbqa_lit.decoding.row_states`); a row without a parent is replayed from the start. The
+allowed next tokens of a state are
 
 - the continuations of the unfinished word: children in a token-id trie of the allowed closed
   words (relations, labels, operators: a multi-token word is followed token by token), and
@@ -25,23 +27,39 @@ and an unknown prefix is replayed from the start). The allowed next tokens of a 
 - when the unfinished word is a whole allowed word: the tokens that start a word allowed after
   it, and EOS when the grammar is then complete.
 
-Masks are cached per state and stacked into one ``[rows, vocab]`` boolean tensor per step; the
-scores of disallowed tokens become ``-inf``. A row with no allowed token (a dead end, e.g. after
-an invalid word) may only end: EOS stays allowed, so no row is all ``-inf``. Rows are
+Masks are cached per state, banked once as rows of one tensor and taken per step as one
+``[rows, vocab]`` boolean tensor; the scores of disallowed tokens become ``-inf``. A row with no
+allowed token (a dead end, e.g. after an invalid word) may only end: EOS stays allowed, so no
+row is all ``-inf``. Rows are
 ``batch_index * num_beams + beam``; each example may have its own grammar (its entity labels).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from transformers import LogitsProcessor, PreTrainedTokenizerBase
 
 from kbqa_lit.decoding.option_masks import option_masks
+from kbqa_lit.decoding.row_states import InternedStates, MaskBank, parent_rows
 from kbqa_lit.decoding.row_tables import Guarded, RowTables, WordGrammar, WordOptionsLike
 from kbqa_lit.decoding.tokens import TokenIndex
+
+
+@dataclass
+class _Step:
+    """One call's rows: masks' bank rows, guarded rows, rows with a state, copies, parents, last tokens (``_plan``)."""
+
+    masks: list[int]
+    guarded: list[Guarded]
+    live: list[int]
+    copies: list[int]
+    parents: list[int] | None
+    toks: list[int]
+    first: bool
 
 
 class GrammarLogitsProcessor(LogitsProcessor):
@@ -97,11 +115,13 @@ class GrammarLogitsProcessor(LogitsProcessor):
         shared = option_masks(self.index)
         tables: dict[int, RowTables] = {}
         self._tables = [tables.setdefault(id(g), RowTables(g, shared)) for g in self.grammars]
-        self._states: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
-        #: The length of the prefixes in ``_states`` (all of one length: ``input_ids`` is a rectangle; -1: none).
-        self._states_len = -1
-        #: The last step's rows by prefix, beam scores and returned scores (the beam scores of the next step).
-        self._last: tuple[dict[tuple[int, Any], int], torch.Tensor, torch.Tensor] | None = None
+        self._bank = MaskBank(shared.eos.shape[-1])
+        self._interns: list[InternedStates | None] = [None] * len(self._tables)
+        #: The last call's rows and their state numbers (-1: none), where this call's rows find their parents.
+        self._last_ids: torch.Tensor | None = None
+        self._last_sids: list[int] = []
+        #: The last step's beam scores and returned scores (the beam scores of the next step).
+        self._last: tuple[torch.Tensor, torch.Tensor] | None = None
         #: The beam search being followed (``follow_search``): which examples are finished.
         self._progress: Any = None
         self._idle_mask: torch.Tensor | None = None
@@ -130,114 +150,112 @@ class GrammarLogitsProcessor(LogitsProcessor):
             self._idle_mask = self.index.mask([int(token)])
         return self._idle_mask
 
-    def _tables_of(self, row: int) -> RowTables:
-        example = row // self.num_beams
-        if len(self._tables) == 1:
-            return self._tables[0]
-        if example >= len(self._tables):
-            raise ValueError(
-                f"row {row} belongs to example {example}, but only {len(self._tables)} grammars were given"
-            )
-        return self._tables[example]
+    def _interned(self, example: int) -> InternedStates:
+        """The interned row states of an example's grammar (examples with one grammar share them)."""
+        at = 0 if len(self._tables) == 1 else example
+        if at >= len(self._tables):
+            raise ValueError(f"rows of example {example} were given, but only {len(self._tables)} grammars")
+        found = self._interns[at]
+        if found is None:
+            tables = self._tables[at]
+            found = next((s for s in self._interns if s is not None and s.tables is tables), None)
+            found = self._interns[at] = found or InternedStates(tables, self._bank)
+        return found
 
-    def _state(self, row: int, tables: RowTables, seq: tuple[int, ...]) -> tuple[Any, ...]:
-        """The row state after ``seq``: the last step's (the same prefix, or its parent's advanced), else replayed."""
-        key = (row // self.num_beams, seq)
-        known = self._states_len
-        found = self._states.get(key) if len(seq) == known else None  # prefixes of another length never match
-        if found is not None:
-            return found
-        prev = self._states.get((key[0], seq[:-1])) if seq and len(seq) - 1 == known else None
-        if prev is None:  # replay from the start (a new processor, or a pruned prefix)
-            state: tuple[Any, ...] = (tables.grammar.start(), ())
-            for tok in seq:
-                state = tables.advance(state, tok)
-        else:
-            state = tables.advance(prev, seq[-1])
-        return state
+    def state_after(self, example: int, tokens: Sequence[int]) -> tuple[Any, ...]:
+        """The row state of an example's grammar after the generated ``tokens``."""
+        states = self._interned(example)
+        return states.states[states.replay(tokens)]
 
     def row_masks(self, input_ids: torch.LongTensor, finished: frozenset[int] = frozenset()) -> torch.Tensor:
         """The ``[rows, vocab]`` boolean mask of allowed next tokens (the budget guard's full check).
 
         Rows of the ``finished`` examples (see :meth:`follow_search`) get the idle mask.
         """
-        masks, guarded, _, _ = self._plan(input_ids, finished)
-        for r, tables, state, left in guarded:
+        step = self._plan(input_ids, finished)
+        masks = self._bank.take(step.masks)
+        for r, tables, state, left in step.guarded:
             masks[r] = tables.budget_mask(state, left)
-        return torch.stack(masks)
+        return masks
 
-    def _plan(
-        self, input_ids: torch.LongTensor, finished: frozenset[int] = frozenset()
-    ) -> tuple[list[torch.Tensor], list[Guarded], list[tuple[int, Any] | None], dict[tuple[int, Any], int]]:
-        """Each row's mask and state: what the budget guard and the beam scores need.
+    def _plan(self, input_ids: torch.LongTensor, finished: frozenset[int] = frozenset()) -> _Step:
+        """Each row's state and mask, the rows the budget guard must check, and what the beam scores need.
 
-        Returns each row's grammar mask, the rows the budget guard must check, each row's
-        ``(example, tokens)`` (``None`` for rows of ``finished`` examples, which get the idle mask and
-        no state) and each such prefix's first row (a prefix met again reuses its state).
+        A row's state is its parent row's (the last call's row with its tokens but the last;
+        :func:`parent_rows`) advanced by its last token, else replayed from the start. Rows of
+        ``finished`` examples get the idle mask and no state.
         """
-        rows = input_ids.tolist()
-        states: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
-        first: dict[tuple[int, Any], int] = {}
-        masks: list[torch.Tensor] = []
+        count, width = input_ids.shape
+        new = width - self.prefix_length  # tokens generated so far (equal for every row)
+        parents = parent_rows(input_ids, self._last_ids, self.num_beams) if new > 0 else None
+        toks = input_ids[:, -1].tolist() if new > 0 else []
+        before, rows = self._last_sids, None
+        left = None if self.max_new_tokens is None else self.max_new_tokens - new
+        slack, window, nb = self.budget_slack, self.budget_window, self.num_beams
+        sids: list[int] = []
+        mask_rows: list[int] = []
         guarded: list[Guarded] = []
-        keys: list[tuple[int, Any] | None] = []
-        for r, ids in enumerate(rows):
-            if finished and r // self.num_beams in finished:
-                masks.append(self._idle())
-                keys.append(None)
+        live: list[int] = []
+        copies: list[int] = []
+        seen: set[tuple[Any, ...]] = set()
+        for r in range(count):
+            example = r // nb
+            if finished and example in finished:
+                sids.append(-1)
+                mask_rows.append(self._bank.row(self._idle()))
                 continue
-            tables = self._tables_of(r)
-            seq = tuple(ids[self.prefix_length :])
-            key = (r // self.num_beams, seq)
-            state = states.get(key)
-            if state is None:
-                state = states[key] = self._state(r, tables, seq)
-                first[key] = r
-            keys.append(key)
-            masks.append(tables.mask(state))
-            if self.max_new_tokens is None:
+            states = self._interned(example)
+            parent = -1 if parents is None else parents[r]
+            if new == 0:
+                sid, key = states.start, (example,)
+            elif parent >= 0 and before[parent] >= 0:
+                sid, key = states.step(before[parent], toks[r]), (parent, toks[r])
+            else:  # replayed: the first call, or rows of another search
+                rows = input_ids.tolist() if rows is None else rows
+                seq = rows[r][self.prefix_length :]
+                sid, key = states.replay(seq), (example, tuple(seq))
+            if key in seen:
+                copies.append(r)
+            else:
+                seen.add(key)
+            sids.append(sid)
+            live.append(r)
+            mask_rows.append(states.mask_row[sid])
+            if left is None:
                 continue
-            left = self.max_new_tokens - len(seq)
-            path = tables.finish(state)
-            if path is not None and (
-                len(path) + self.budget_slack >= left or (left <= self.budget_window and tables.longest(state) >= left)
-            ):
-                guarded.append((r, tables, state, left))
-        self._states = states  # only the last step's prefixes are needed next
-        self._states_len = len(rows[0]) - self.prefix_length if rows else -1
-        return masks, guarded, keys, first
+            path = states.finish_length(sid)
+            if path is not None and (path + slack >= left or (left <= window and states.longest(sid) >= left)):
+                guarded.append((r, states.tables, states.states[sid], left))
+        self._last_ids, self._last_sids = input_ids.clone(), sids  # a search may write into its rows' buffer
+        return _Step(mask_rows, guarded, live, copies, parents, toks, new == 0)
 
-    def _beam_scores(
-        self, keys: list[tuple[int, Any] | None], first: dict[tuple[int, Any], int]
-    ) -> torch.Tensor | None:
+    def _beam_scores(self, step: _Step) -> torch.Tensor | None:
         """Each row's running beam score as ``generate``'s beam search holds it (``None``: unknown).
 
         The search adds each step's processed scores (what this processor returned) to its beams'
         scores, so a row's score is its parent row's plus the returned score of its last token. At
         the first step every row of an example is the same prefix: the first counts (score 0), the
-        others never win (``-inf``), as in ``generate``. ``first`` is each prefix's first row. Rows
-        of finished examples (``None`` keys) get ``-inf``: the guard never ranks them.
+        others never win (``-inf``), as in ``generate``; so do later copies of a row. Rows of
+        finished examples get ``-inf``: the guard never ranks them.
         """
-        live = [(r, key) for r, key in enumerate(keys) if key is not None]
-        beam = torch.full((len(keys),), float("-inf"))
-        if not live:
+        beam = torch.full((len(step.masks),), float("-inf"))
+        if not step.live:
             return beam
-        at = torch.as_tensor([r for r, _ in live], dtype=torch.long)
-        if all(not seq for _, (_, seq) in live):
+        at = torch.as_tensor(step.live, dtype=torch.long)
+        if step.first:
             beam[at] = 0.0
-        elif self._last is None:
+        elif self._last is None or step.parents is None:
             return None
         else:
-            last_rows, last_beam, last_out = self._last
-            parents = [last_rows.get((ex, seq[:-1])) if seq else None for _, (ex, seq) in live]
-            if any(p is None for p in parents):
+            parents = [step.parents[r] for r in step.live]
+            if min(parents) < 0:
                 return None
-            toks = torch.as_tensor([seq[-1] for _, (_, seq) in live], dtype=torch.long)
+            last_beam, last_out = self._last
+            toks = torch.as_tensor([step.toks[r] for r in step.live], dtype=torch.long)
             index = torch.as_tensor(parents, dtype=torch.long)
             beam[at] = last_beam[index] + last_out[index.to(last_out.device), toks.to(last_out.device)].float().cpu()
-        copies = [r for r, key in live if first[key] != r]
-        if copies:
-            beam[copies] = float("-inf")
+        if step.copies:
+            beam[step.copies] = float("-inf")
         return beam
 
     def _guard(
@@ -338,16 +356,17 @@ class GrammarLogitsProcessor(LogitsProcessor):
         finished = self._finished(input_ids.shape[0])
         if self.budget_top_k is None:
             return masked_scores(scores, self.row_masks(input_ids, finished))
-        masks, guarded, keys, first = self._plan(input_ids, finished)
-        out = masked_scores(scores, torch.stack(masks))
-        beam = self._beam_scores(keys, first) if self.num_beams > 1 else None
+        step = self._plan(input_ids, finished)
+        out = self._bank.apply(scores, step.masks)
+        beam = self._beam_scores(step) if self.num_beams > 1 else None
+        guarded = step.guarded
         if guarded and beam is None:  # each guarded row by itself
             self._guard(scores, out, guarded, torch.zeros(out.shape[0]), [[g[0]] for g in guarded])
         elif guarded:  # each example's rows together
             nb, examples = self.num_beams, sorted({g[0] // self.num_beams for g in guarded})
             groups = [list(range(e * nb, min((e + 1) * nb, out.shape[0]))) for e in examples]
             self._guard(scores, out, guarded, beam, groups)
-        self._last = None if beam is None else (first, beam, out)
+        self._last = None if beam is None else (beam, out)
         return out
 
 

@@ -143,7 +143,7 @@ def test_the_budget_guard_refuses_a_long_word_that_would_not_end_in_time(tok) ->
     slot, bracket = index.word_ids("[E0]")[0], index.word_ids("[")[0]
     spelled = sum(len(index.word_ids(w)) for w in label.split())
     probe = GrammarLogitsProcessor(index, grammar)
-    shortest = probe._tables[0].finish(probe._state(0, probe._tables[0], tuple(prefix[1:])))
+    shortest = probe._tables[0].finish(probe.state_after(0, prefix[1:]))
     assert shortest is not None and len(shortest) <= 5  # [E0] ) EOS
     assert spelled > len(shortest) + 17  # the jump outruns the slack of 16
     rows, scores = torch.tensor([prefix]), torch.zeros(1, index.vocab_size)
