@@ -16,7 +16,9 @@ free and ``schema`` with ``early_stopping=true`` — on the same checkpoint and 
 each one's generation seconds (the callback's ``time_generate_s``), its ratio to free decoding with
 the default stop, generation's share of the answering time, questions/s, F1 and executable rate.
 ``--modes`` / ``--early-stopping-modes`` choose the searches (FC-KBQA's composer: ``none,datamodule``) and
-``--cli-arg`` adds arguments to the ``kbqa`` command (a config's data files)::
+``--cli-arg`` adds arguments to the ``kbqa`` command (a config's data files); ``--repeats N`` runs
+the searches N rounds in turn and reports medians and each round's ratio (two shared cores move a
+single run's seconds by 20 %)::
 
     python benchmarks/bench_constrained.py                        # part 1 only
     python benchmarks/bench_constrained.py --ckpt outputs/quickstart/checkpoints/last.ckpt \\
@@ -142,33 +144,64 @@ def _metrics(folder: Path, stage: str) -> dict[str, float]:
     return out
 
 
+def _run(args: argparse.Namespace, mode: str, stop: bool | None, out: Path) -> dict[str, float] | None:
+    """One ``kbqa validate``/``test`` of a search; its logged metrics (``None``: it failed, printed)."""
+    cmd = ["kbqa", args.split, "--config", args.config, *sum((["--config", c] for c in args.extra_config), []),
+           "--ckpt_path", args.ckpt, "--trainer.logger.init_args.version", str(out),
+           "--trainer.callbacks.init_args.predictions_dir", str(out),
+           f"--trainer.callbacks.init_args.num_beams={args.beams_eval}",
+           f"--trainer.callbacks.init_args.constrained={mode}", *args.cli_arg]  # fmt: skip
+    if stop is not None:
+        cmd.append(f"--trainer.callbacks.init_args.early_stopping={str(stop).lower()}")
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode:
+        print(f"{mode}: failed ({done.returncode})\n{done.stderr[-2000:]}")
+        return None
+    return _metrics(out, "val" if args.split == "validate" else "test")
+
+
 def part2(args: argparse.Namespace) -> None:
-    """Each search on the same checkpoint and questions: generation seconds, questions/s, the ratio to free."""
-    stage = "val" if args.split == "validate" else "test"
-    print(f"\n{args.split} split of {args.config}, checkpoint {args.ckpt}, {args.beams_eval} beams")
+    """Each search on the same checkpoint and questions: generation seconds, questions/s, the ratio to free.
+
+    With ``--repeats N`` the searches run N rounds in turn (free, then each constrained one, again);
+    the table gives each search's median generation seconds, the ratio of its median to free
+    decoding's, and each round's ratio (constrained over the free run just before it).
+    """
+    print(f"\n{args.split} split of {args.config}, checkpoint {args.ckpt}, {args.beams_eval} beams"
+          + (f", {args.repeats} rounds (medians)" if args.repeats > 1 else ""))  # fmt: skip
     print(f"{'search':30s} {'generate s':>10s} {'ratio':>6s} {'share':>6s} {'q/s':>6s} {'F1':>6s} {'exec':>6s}")
-    free = None
+    runs = searches(args)
+    seen: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in runs}
     with tempfile.TemporaryDirectory() as tmp:
-        for k, (label, mode, stop) in enumerate(searches(args)):
-            out = Path(args.predictions_dir or tmp) / label.replace(" ", "_").replace(",", "").replace("=", "_")
-            cmd = ["kbqa", args.split, "--config", args.config, *sum((["--config", c] for c in args.extra_config), []),
-                   "--ckpt_path", args.ckpt, "--trainer.logger.init_args.version", str(out),
-                   "--trainer.callbacks.init_args.predictions_dir", str(out),
-                   f"--trainer.callbacks.init_args.num_beams={args.beams_eval}",
-                   f"--trainer.callbacks.init_args.constrained={mode}", *args.cli_arg]  # fmt: skip
-            if stop is not None:
-                cmd.append(f"--trainer.callbacks.init_args.early_stopping={str(stop).lower()}")
-            done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-            if done.returncode:
-                print(f"{label}: failed ({done.returncode})\n{done.stderr[-2000:]}")
-                continue
-            m = _metrics(out, stage)
-            seconds = m.get("time_generate_s", float("nan"))
-            free = seconds if k == 0 else free  # the ratio is to the first search (free decoding, the same stop)
-            ratio = seconds / free if free else float("nan")
-            share = seconds / m["time_total_s"] if m.get("time_total_s") else float("nan")  # generation's share
-            print(f"{label:30s} {seconds:10.1f} {ratio:6.2f} {share:6.0%} {m.get('questions_per_s', 0):6.1f} "
-                  f"{m.get('f1', 0):6.3f} {m.get('executable', 0):6.3f}")  # fmt: skip
+        for k in range(max(1, args.repeats)):
+            for label, mode, stop in runs:
+                name = label.replace(" ", "_").replace(",", "").replace("=", "_") + (f"_r{k}" if k else "")
+                m = _run(args, mode, stop, Path(args.predictions_dir or tmp) / name)
+                if m is not None:
+                    seen[label].append(m)
+    free = _median([m.get("time_generate_s", float("nan")) for m in seen[runs[0][0]]]) if runs else float("nan")
+    for label, _, _ in runs:
+        if not seen[label]:
+            continue
+        seconds = _median([m.get("time_generate_s", float("nan")) for m in seen[label]])
+        last = seen[label][-1]
+        share = _median([m["time_generate_s"] / m["time_total_s"] for m in seen[label] if m.get("time_total_s")])
+        print(f"{label:30s} {seconds:10.1f} {seconds / free if free else float('nan'):6.2f} {share:6.0%} "
+              f"{_median([m.get('questions_per_s', 0) for m in seen[label]]):6.1f} "
+              f"{last.get('f1', 0):6.3f} {last.get('executable', 0):6.3f}")  # fmt: skip
+        if args.repeats > 1 and label != runs[0][0]:
+            pairs = zip(seen[label], seen[runs[0][0]], strict=False)
+            key = "time_generate_s"
+            per_round = [a.get(key, 0) / b[key] for a, b in pairs if b.get(key)]
+            print(f"{'':30s} rounds: " + " ".join(f"{r:.2f}" for r in per_round))
+
+
+def _median(values: list[float]) -> float:
+    values = sorted(v for v in values if v == v)
+    if not values:
+        return float("nan")
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -189,6 +222,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cli-arg", action="append", default=[],
                         help="one more argument for part 2's kbqa command (repeat; --cli-arg=--data...)")  # fmt: skip
     parser.add_argument("--skip-part1", action="store_true", help="only part 2")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="part 2's rounds: each search N times in turn, medians reported")  # fmt: skip
     parser.add_argument("--predictions-dir", default=None,
                         help="keep part 2's prediction files in DIR/<search> (default: a temporary one)")  # fmt: skip
     args = parser.parse_args(argv)

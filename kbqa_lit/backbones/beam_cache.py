@@ -34,7 +34,7 @@ from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from kbqa_lit.backbones.search_progress import SearchProgress, followed, switched
+from kbqa_lit.backbones.search_progress import SearchProgress, collector_paused, followed, switched
 
 #: The name :func:`beam_grouped_attention` is registered under in ``transformers``' attention functions.
 GROUPED = "kbqa_beam_grouped"
@@ -45,7 +45,9 @@ class BeamSearchCache(EncoderDecoderCache):
 
     With a :class:`SharedCrossCache` it can also hold fewer rows than the search has (:meth:`keep`):
     the rows of finished examples are dropped and the model runs on the others
-    (:func:`~kbqa_lit.backbones.search_progress.followed`).
+    (:func:`~kbqa_lit.backbones.search_progress.followed`). The garbage collector leaves the objects
+    that existed before the search alone while it runs
+    (:func:`~kbqa_lit.backbones.search_progress.collector_paused`).
     """
 
     #: The search's rows this cache holds, in order (``None``: all of them).
@@ -174,9 +176,11 @@ def beam_search(model: Any, num_beams: int, processors: Sequence[Any] = ()) -> I
     :class:`~kbqa_lit.decoding.processor.GrammarLogitsProcessor`) are told which examples are finished
     (:class:`~kbqa_lit.backbones.search_progress.SearchProgress`) while it runs, and with the shared
     cross-attention cache the model stops computing finished examples' rows
-    (:func:`~kbqa_lit.backbones.search_progress.followed`).
+    (:func:`~kbqa_lit.backbones.search_progress.followed`). The garbage collector leaves the objects
+    that existed before the search alone while it runs
+    (:func:`~kbqa_lit.backbones.search_progress.collector_paused`).
     """
-    with _beam_search(model, num_beams) as kwargs:
+    with collector_paused(), _beam_search(model, num_beams) as kwargs:
         cache = kwargs.get("past_key_values")
         shared = isinstance(cache, BeamSearchCache) and isinstance(cache.cross_attention_cache, SharedCrossCache)
         with followed(model, num_beams, processors, cache if shared else None):

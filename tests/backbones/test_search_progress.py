@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from kbqa_lit.backbones.beam_cache import beam_search
+from kbqa_lit.backbones.search_progress import collector_paused
 from kbqa_lit.backbones.seq2seq import build_seq2seq, build_tokenizer
 from tests.helpers.memorise import memorise
 from tests.helpers.run_if import run_if
@@ -80,3 +81,37 @@ def test_an_instances_own_forward_is_wrapped_and_given_back() -> None:
     assert model.__dict__["forward"] is hooked and "_check_early_stop_heuristic" not in model.__dict__
     assert torch.equal(plain.sequences, ours.sequences)
     assert min(calls) < len(SOURCES) * 4 == max(calls)  # the hook saw the full rows, then only the held ones
+
+
+def test_the_collector_sets_older_objects_aside_for_the_length_of_the_searches() -> None:
+    """Older objects are frozen while any search runs (nested ones too); new cycles are still collected."""
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    before = gc.get_freeze_count()
+    older = Node()
+    with collector_paused():
+        assert gc.get_freeze_count() > before
+        with collector_paused():
+            pass
+        assert gc.get_freeze_count() > before  # the inner search's end leaves them aside
+        cycle = Node()
+        cycle.me = cycle
+        gone = weakref.ref(cycle)
+        del cycle
+        gc.collect()
+        assert gone() is None  # a cycle made during the search is collected as usual
+    assert gc.get_freeze_count() == before
+    assert older is not None
+    if before == 0:  # a process that froze objects itself keeps them frozen, and frozen only by itself
+        gc.freeze()
+        try:
+            frozen = gc.get_freeze_count()
+            with collector_paused():
+                assert gc.get_freeze_count() == frozen
+            assert gc.get_freeze_count() == frozen
+        finally:
+            gc.unfreeze()
