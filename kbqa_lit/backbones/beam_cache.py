@@ -45,9 +45,7 @@ class BeamSearchCache(EncoderDecoderCache):
 
     With a :class:`SharedCrossCache` it can also hold fewer rows than the search has (:meth:`keep`):
     the rows of finished examples are dropped and the model runs on the others
-    (:func:`~kbqa_lit.backbones.search_progress.followed`). The garbage collector leaves the objects
-    that existed before the search alone while it runs
-    (:func:`~kbqa_lit.backbones.search_progress.collector_paused`).
+    (:func:`~kbqa_lit.backbones.search_progress.followed`).
     """
 
     #: The search's rows this cache holds, in order (``None``: all of them).

@@ -27,10 +27,10 @@ allowed next tokens of a state are
 - when the unfinished word is a whole allowed word: the tokens that start a word allowed after
   it, and EOS when the grammar is then complete.
 
-Masks are cached per state, banked once as rows of one tensor and taken per step as one
-``[rows, vocab]`` boolean tensor; the scores of disallowed tokens become ``-inf``. A row with no
-allowed token (a dead end, e.g. after an invalid word) may only end: EOS stays allowed, so no
-row is all ``-inf``. Rows are
+Masks are cached per state and banked once as rows of one tensor; a step takes its rows' masks
+with one ``index_select`` and the scores of disallowed tokens become ``-inf`` (one add of a 0 /
+``-inf`` table kept beside the scores). A row with no allowed token (a dead end, e.g. after an
+invalid word) may only end: EOS stays allowed, so no row is all ``-inf``. Rows are
 ``batch_index * num_beams + beam``; each example may have its own grammar (its entity labels).
 """
 

@@ -65,7 +65,9 @@ class MaskBank:
         width = scores.shape[-1]
         dtype = torch.float16 if scores.dtype == torch.float32 else scores.dtype
         key = (scores.device, dtype, width)
-        held = self._penalties.setdefault(key, [torch.empty(0, width, dtype=dtype, device=scores.device), 0])
+        held = self._penalties.get(key)
+        if held is None:
+            held = self._penalties[key] = [torch.empty(0, width, dtype=dtype, device=scores.device), 0]
         count = len(self._held)
         if held[1] < count:
             table = _room(held[0], count, float("-inf"))
