@@ -29,7 +29,10 @@ class MaskBank:
 
     :meth:`take` gives boolean masks; :meth:`apply` adds a penalty table (0 where allowed, ``-inf``
     elsewhere) to a step's scores, kept beside them (on their device, in float16 for float32 scores:
-    both values are exact) and brought up to date with the masks banked since.
+    both values are exact) and brought up to date with the masks banked since. A bank lives as long as
+    its processor (one batch): it holds each distinct mask once, 1 byte a token on the host and 2 on
+    the scores' device (measured: about 250 masks a batch of 50 on the quickstart's `schema` rules,
+    1,900 on FC-KBQA's pair rules; with T5's 32,128 tokens the latter would be about 60 MB and 120 MB).
 
     Args:
         width: The masks' length (the token index's vocabulary size).
