@@ -38,6 +38,7 @@ import argparse
 import csv
 import json
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -197,11 +198,9 @@ def part2(args: argparse.Namespace) -> None:
 
 
 def _median(values: list[float]) -> float:
-    values = sorted(v for v in values if v == v)
-    if not values:
-        return float("nan")
-    mid = len(values) // 2
-    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+    """``statistics.median`` of the values that are numbers (NaN when none is)."""
+    values = [v for v in values if v == v]
+    return statistics.median(values) if values else float("nan")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -116,7 +116,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
         tables: dict[int, RowTables] = {}
         self._tables = [tables.setdefault(id(g), RowTables(g, shared)) for g in self.grammars]
         self._bank = MaskBank(shared.eos.shape[-1])
-        self._interns: list[InternedStates | None] = [None] * len(self._tables)
+        self._interns: dict[int, InternedStates] = {}  # by id of the row tables (examples of one grammar share them)
         #: The last call's rows and their state numbers (-1: none), where this call's rows find their parents.
         self._last_ids: torch.Tensor | None = None
         self._last_sids: list[int] = []
@@ -155,11 +155,10 @@ class GrammarLogitsProcessor(LogitsProcessor):
         at = 0 if len(self._tables) == 1 else example
         if at >= len(self._tables):
             raise ValueError(f"rows of example {example} were given, but only {len(self._tables)} grammars")
-        found = self._interns[at]
+        tables = self._tables[at]
+        found = self._interns.get(id(tables))
         if found is None:
-            tables = self._tables[at]
-            found = next((s for s in self._interns if s is not None and s.tables is tables), None)
-            found = self._interns[at] = found or InternedStates(tables, self._bank)
+            found = self._interns[id(tables)] = InternedStates(tables, self._bank)
         return found
 
     def state_after(self, example: int, tokens: Sequence[int]) -> tuple[Any, ...]:
